@@ -1,0 +1,15 @@
+// Package compat holds the wire format of Java Redisson's RReadWriteLock
+// (Redisson 4.x, the current line; the layout has been stable since 3.x apart
+// from the unlock latch and the per-client renewal noted below): the key
+// names, hash fields, channel, messages and argument conventions that fairrw's
+// Redisson policy must reproduce byte for byte, so that Go and Java services
+// can share one lock on one Redis.
+//
+// Everything here is a pure function of the lock name and the owner. The
+// scripts that act on these keys live in the lua package.
+//
+// Keys that fairrw adds for its own needs (attempt latches) are named by
+// functions in extensions.go. They never live inside the Redisson hash: Java
+// counts the hash's fields, and an extra field would leave a Java-visible
+// lock stuck in read mode.
+package compat

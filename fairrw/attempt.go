@@ -1,0 +1,134 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// attemptResult is one acquire attempt carried to a definite outcome.
+type attemptResult struct {
+	reply   acquireReply
+	attempt string    // the attempt id; a grant's hold is released by it
+	sent    time.Time // when the attempt was first sent: a grant's lease starts no earlier
+	woken   wakeSource
+}
+
+// Backoff between retries of one attempt whose reply was lost.
+const (
+	minRetryBackoff = 5 * time.Millisecond
+	maxRetryBackoff = 500 * time.Millisecond
+)
+
+// attempt runs one acquire attempt until its outcome is known. A failure
+// whose outcome is unknown (a lost reply, a broken connection) is retried
+// with the same attempt id, which the scripts make idempotent. When ctx ends
+// first, the attempt is settled so that nothing stays behind in Redis.
+func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig) (attemptResult, error) {
+	req := acquireRequest{
+		mode:     mode,
+		owner:    m.owner,
+		attempt:  newRequestID(),
+		lease:    cfg.lease,
+		// A granted attempt's latch only has to outlive retries of that
+		// attempt, and must not outlive a short hold by much.
+		latchTTL: min(cfg.lease, m.c.unlockTimeout),
+	}
+	got := attemptResult{attempt: req.attempt, sent: time.Now()}
+	backoff := minRetryBackoff
+	for {
+		reply, err := m.c.policy.acquire(ctx, m.c.rdb, &m.keys, &req)
+		if err == nil {
+			got.reply = reply
+			if reply.aborted { // only a settled attempt is aborted; report it as not granted
+				got.reply = acquireReply{wait: time.Millisecond}
+			}
+			return got, nil
+		}
+		if definite(err) {
+			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
+		}
+		if ctx.Err() != nil || m.c.isClosing() {
+			m.settle(ctx, mode, req.attempt)
+			if ctx.Err() != nil {
+				return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+			}
+			return got, ErrClosed
+		}
+		if err := sleepCtx(ctx, m.c.closing, backoff); err != nil {
+			m.settle(ctx, mode, req.attempt)
+			return got, m.waitError(err)
+		}
+		backoff = min(backoff*2, maxRetryBackoff)
+	}
+}
+
+// settle makes sure an attempt whose outcome the caller will not wait for
+// holds nothing: it marks the attempt aborted in Redis, and if the attempt had
+// been granted, releases that hold. It runs detached from ctx's cancellation.
+func (m *RWMutex) settle(ctx context.Context, mode Mode, attempt string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
+	defer cancel()
+	backoff := minRetryBackoff
+	for {
+		granted, err := abortAttempt(ctx, m.c, &m.keys, attempt)
+		if err == nil {
+			if granted {
+				_, _ = m.release(ctx, mode, attempt, true)
+			}
+			return
+		}
+		if definite(err) || sleepCtx(ctx, nil, backoff) != nil {
+			return // the attempt latch and any hold expire by themselves
+		}
+		backoff = min(backoff*2, maxRetryBackoff)
+	}
+}
+
+// release runs the policy's release of one hold to a definite outcome, on a
+// context detached from the caller's cancellation and bounded by the unlock
+// timeout, retrying lost replies with the same request id (the unlock latch
+// makes that idempotent). The latch is deleted afterwards, as Java does.
+func (m *RWMutex) release(ctx context.Context, mode Mode, attempt string, abort bool) (releaseResult, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
+	defer cancel()
+	req := releaseRequest{
+		mode:     mode,
+		owner:    m.owner,
+		attempt:  attempt,
+		request:  newRequestID(),
+		abort:    abort,
+		lease:    m.c.leaseTime,
+		latchTTL: m.c.unlockTimeout,
+		publish:  m.c.publish,
+	}
+	backoff := minRetryBackoff
+	for {
+		res, err := m.c.policy.release(ctx, m.c.rdb, &m.keys, &req)
+		if err == nil {
+			m.c.janitor.drop(m.c.policy.unlockLatch(&m.keys, req.request))
+			return res, nil
+		}
+		if definite(err) {
+			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
+		}
+		if serr := sleepCtx(ctx, nil, backoff); serr != nil {
+			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
+		}
+		backoff = min(backoff*2, maxRetryBackoff)
+	}
+}
+
+// sleepCtx sleeps for d, or returns early with ctx's error or ErrClosed.
+func sleepCtx(ctx context.Context, closing <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closing:
+		return ErrClosed
+	}
+}

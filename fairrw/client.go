@@ -1,0 +1,204 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+)
+
+// A Client hands out distributed read-write locks on one Redis deployment.
+// It owns one lease renewer, one subscription per lock name that has local
+// waiters, and, when it built the rueidis client itself, that client.
+//
+// Create it with New and release it with Close. A Client is safe for
+// concurrent use and must not be copied.
+type Client struct {
+	id            string
+	rdb           rueidis.Client
+	ownsRedis     bool
+	policy        policyImpl
+	leaseTime     time.Duration
+	renewInterval time.Duration
+	unlockTimeout time.Duration
+	publish       string
+	owners        atomic.Uint64
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}
+	ops     sync.WaitGroup // calls in progress; Close waits for them
+
+	waits   *waitRegistry
+	renewer *renewer
+	janitor *janitor
+}
+
+// New returns a Client. It needs WithClient or WithClientOption; every other
+// option has a default. Invalid options return an error wrapping
+// ErrInvalidOption, and nothing is sent to Redis.
+func New(opts ...Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o.apply(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if (cfg.client == nil) == (cfg.clientOption == nil) {
+		return nil, fmt.Errorf("%w: give exactly one of WithClient and WithClientOption", ErrInvalidOption)
+	}
+	c := &Client{
+		id:            uuid.NewString(),
+		policy:        cfg.policy.impl(),
+		leaseTime:     cfg.leaseTime,
+		renewInterval: cfg.leaseTime / 3,
+		unlockTimeout: cfg.unlockTimeout,
+		closing:       make(chan struct{}),
+	}
+	c.waits = newWaitRegistry(c)
+	if cfg.client != nil {
+		c.rdb = cfg.client
+	} else {
+		opt := *cfg.clientOption
+		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
+			// OPTOUT tracks every key our scripts read, so a change to (or
+			// the expiry of) a lock key reaches its waiters as an invalidation.
+			opt.ClientTrackingOptions = []string{"OPTOUT"}
+			opt.OnInvalidations = c.waits.onInvalidations
+		}
+		rdb, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, fmt.Errorf("fairrw: connect: %w", err)
+		}
+		c.rdb, c.ownsRedis = rdb, true
+	}
+	publish, err := resolvePublish(c.rdb, cfg.publish)
+	if err != nil {
+		if c.ownsRedis {
+			c.rdb.Close()
+		}
+		return nil, err
+	}
+	c.publish = publish
+	c.renewer = newRenewer(c)
+	c.janitor = newJanitor(c.rdb)
+	return c, nil
+}
+
+// resolvePublish picks the publish command Java Redisson would use: SPUBLISH
+// on a Redis 7+ cluster, PUBLISH everywhere else.
+func resolvePublish(rdb rueidis.Client, p PublishCommand) (string, error) {
+	if p != PublishAuto {
+		return string(p), nil
+	}
+	if rdb.Mode() != rueidis.ClientModeCluster {
+		return compat.Publish, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := rdb.Do(ctx, rdb.B().Info().Build()).ToString()
+	if err != nil {
+		return "", fmt.Errorf("fairrw: read server version: %w", err)
+	}
+	if majorVersion(info) >= 7 {
+		return compat.SPublish, nil
+	}
+	return compat.Publish, nil
+}
+
+func majorVersion(info string) int {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			major, _, _ := strings.Cut(v, ".")
+			n, _ := strconv.Atoi(major)
+			return n
+		}
+	}
+	return 0
+}
+
+// ID returns the client's UUID: the first half of every owner identity it
+// writes to Redis ("<client UUID>:<owner id>").
+func (c *Client) ID() string { return c.id }
+
+// Policy returns the name of the client's policy.
+func (c *Client) Policy() string { return c.policy.name() }
+
+// RWMutex returns a handle on the lock name. Each handle is one lock owner
+// (Redisson's "thread"): its holds are reentrant, and two handles on the same
+// name exclude each other as two processes would. An invalid name is
+// reported by the handle's first call (ErrInvalidName), before any command.
+func (c *Client) RWMutex(name string) *RWMutex {
+	keys, err := c.policy.keys(name)
+	id := c.owners.Add(1)
+	return &RWMutex{c: c, keys: keys, err: err, ownerID: id, owner: compat.Owner(c.id, id)}
+}
+
+// Close stops lease renewal, wakes every waiter with ErrClosed, releases
+// every subscription and waits for the client's goroutines to end. Leases
+// still held are not unlocked; they are reported lost (ErrLeaseLost and
+// ErrClosed) since no one renews them any more, and Redis frees them when
+// their lease runs out. Close closes the rueidis client only if it built it.
+// It is safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+
+	c.ops.Wait()
+	c.renewer.close()
+	c.waits.close()
+	c.janitor.close()
+	if c.ownsRedis {
+		c.rdb.Close()
+	}
+	return nil
+}
+
+// enter registers a call in progress, or fails once Close has begun.
+func (c *Client) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.ops.Add(1)
+	return nil
+}
+
+func (c *Client) leave() { c.ops.Done() }
+
+func (c *Client) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// definite reports whether err is an answer from Redis (the script ran, or
+// was refused, as a whole) rather than a failure whose outcome is unknown.
+func definite(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
+}
+
+// errClosedLease is the error of the leases still held when Close runs.
+var errClosedLease = fmt.Errorf("%w: %w", ErrLeaseLost, ErrClosed)

@@ -1,0 +1,32 @@
+package fairrw
+
+import "errors"
+
+var (
+	// ErrNotAcquired is returned by TryLock and TryRLock when the lock is
+	// taken, and by Lock when a read owner asks for the write (an upgrade,
+	// which would wait for itself forever).
+	ErrNotAcquired = errors.New("fairrw: lock not acquired")
+
+	// ErrNotHeld is returned by Unlock when the lease is not (or no longer)
+	// held: unlocked before, lost, or never granted by Redis.
+	ErrNotHeld = errors.New("fairrw: lock not held")
+
+	// ErrLeaseLost is the error of a Lease whose hold Redis no longer keeps,
+	// or could not confirm before the lease's local deadline. Done is closed
+	// when it happens.
+	ErrLeaseLost = errors.New("fairrw: lease lost")
+
+	// ErrClosed is returned by every call on a closed Client, and wakes every
+	// waiter when the Client closes.
+	ErrClosed = errors.New("fairrw: client closed")
+
+	// ErrInvalidName is returned for a lock name that is empty, too long, or
+	// whose keys could not share one cluster hash slot. Nothing is sent to
+	// Redis.
+	ErrInvalidName = errors.New("fairrw: invalid lock name")
+
+	// ErrInvalidOption is returned for an option with an invalid value, such
+	// as a non-positive lease. Nothing is sent to Redis.
+	ErrInvalidOption = errors.New("fairrw: invalid option")
+)

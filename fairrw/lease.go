@@ -1,0 +1,182 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A Lease is one granted hold of a lock: a read or the write, from one
+// acquire. It is alive until it is unlocked or lost; Done tells which moment
+// that is, and Err why.
+//
+// A Lease taken without WithLease is renewed by its Client's watchdog every
+// third of the lease time. A Lease whose hold Redis no longer has, or whose
+// renewal cannot be confirmed before its local deadline (the time its
+// acquire was sent plus the lease), is lost at once: Done closes and Err
+// returns an error wrapping ErrLeaseLost, even while Redis is unreachable.
+// Work guarded by the lock should stop when Done closes.
+//
+// A Lease is safe for concurrent use.
+type Lease struct {
+	m        *RWMutex
+	mode     Mode
+	attempt  string
+	lease    time.Duration
+	watchdog bool
+	woken    wakeSource
+	done     chan struct{}
+
+	mu       sync.Mutex
+	state    leaseState
+	err      error
+	deadline time.Time
+	timer    *time.Timer
+}
+
+type leaseState uint8
+
+const (
+	leaseHeld leaseState = iota
+	leaseUnlocking
+	leaseEnded
+)
+
+func newLease(m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
+	l := &Lease{
+		m:        m,
+		mode:     mode,
+		attempt:  got.attempt,
+		lease:    cfg.lease,
+		watchdog: !cfg.explicit,
+		woken:    got.woken,
+		done:     make(chan struct{}),
+		deadline: got.sent.Add(cfg.lease),
+	}
+	if mode == Read {
+		m.reads.Add(1)
+	}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
+	m.c.renewer.add(l)
+	return l
+}
+
+// Name returns the lock name.
+func (l *Lease) Name() string { return l.m.keys.name }
+
+// Mode returns Read or Write.
+func (l *Lease) Mode() Mode { return l.mode }
+
+// Done returns a channel closed when the lease ends: unlocked, lost, or
+// abandoned by Close.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease is held and after a successful Unlock; an
+// error wrapping ErrLeaseLost once the lease was lost (also wrapping
+// ErrClosed when its Client closed first).
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Deadline returns the time until which the lease is known to be held: the
+// acquire's (or the last confirmed renewal's) send time plus the lease.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Unlock releases the hold. It runs detached from ctx's cancellation (so a
+// cancelled request never leaves a lock held until its lease ends), bounded
+// by the Client's unlock timeout, and retries safely. It returns ErrNotHeld
+// if the lease was unlocked before or lost, or if Redis no longer had it.
+func (l *Lease) Unlock(ctx context.Context) error {
+	c := l.m.c
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.leave()
+	l.mu.Lock()
+	if l.state != leaseHeld {
+		err := l.err
+		l.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrNotHeld, l.Name(), err)
+		}
+		return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, l.Name())
+	}
+	l.state = leaseUnlocking
+	l.mu.Unlock()
+
+	res, err := l.m.release(ctx, l.mode, l.attempt, false)
+	switch {
+	case err != nil:
+		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err))
+		return err
+	case res == releaseNotHeld:
+		l.end(fmt.Errorf("%w: Redis no longer had the hold at unlock", ErrLeaseLost))
+		return fmt.Errorf("%w: %q: Redis no longer had the hold", ErrNotHeld, l.Name())
+	default:
+		l.end(nil)
+		return nil
+	}
+}
+
+// end closes the lease once, with err as its Err (nil after an unlock).
+func (l *Lease) end(err error) bool {
+	l.mu.Lock()
+	if l.state == leaseEnded {
+		l.mu.Unlock()
+		return false
+	}
+	l.state = leaseEnded
+	l.err = err
+	l.timer.Stop()
+	close(l.done)
+	l.mu.Unlock()
+	if l.mode == Read {
+		l.m.reads.Add(-1)
+	}
+	l.m.c.renewer.remove(l)
+	return true
+}
+
+// expire runs at the local deadline. A renewal confirmed meanwhile has moved
+// the deadline (and reset the timer), so only a deadline really passed ends
+// the lease.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	passed := !time.Now().Before(l.deadline)
+	l.mu.Unlock()
+	if passed {
+		cause := "not confirmed before its deadline"
+		if !l.watchdog {
+			cause = "its lease ran out"
+		}
+		l.end(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), cause))
+	}
+}
+
+// confirm records a renewal that Redis confirmed: the hold is kept until
+// deadline.
+func (l *Lease) confirm(deadline time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseEnded || !deadline.After(l.deadline) {
+		return
+	}
+	l.deadline = deadline
+	l.timer.Reset(time.Until(deadline))
+}
+
+// renewable reports whether the watchdog should renew the lease now.
+func (l *Lease) renewable() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.watchdog && l.state == leaseHeld
+}

@@ -1,0 +1,183 @@
+package fairrw
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Defaults of the Client options.
+const (
+	// DefaultLeaseTime is the watchdog lease, as Redisson's lockWatchdogTimeout.
+	DefaultLeaseTime = 30 * time.Second
+	// DefaultUnlockTimeout bounds an Unlock, which runs detached from the
+	// caller's cancellation so that a cancelled request never leaves a lock
+	// held until its lease runs out.
+	DefaultUnlockTimeout = 5 * time.Second
+)
+
+// An Option configures a Client. Options are validated by New.
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// PublishCommand is how release scripts publish on the lock's channel.
+type PublishCommand string
+
+const (
+	// PublishAuto publishes as Java Redisson would: SPUBLISH on a Redis 7+
+	// cluster, PUBLISH otherwise.
+	PublishAuto PublishCommand = ""
+	// PublishClassic always uses PUBLISH and SUBSCRIBE.
+	PublishClassic PublishCommand = "publish"
+	// PublishSharded always uses SPUBLISH and SSUBSCRIBE (Redis 7+).
+	PublishSharded PublishCommand = "spublish"
+)
+
+type config struct {
+	client        rueidis.Client
+	clientOption  *rueidis.ClientOption
+	policy        Policy
+	leaseTime     time.Duration
+	unlockTimeout time.Duration
+	publish       PublishCommand
+	tracking      bool
+}
+
+func defaultConfig() config {
+	return config{
+		policy:        Redisson(),
+		leaseTime:     DefaultLeaseTime,
+		unlockTimeout: DefaultUnlockTimeout,
+		tracking:      true,
+	}
+}
+
+// WithClient makes the Client use an existing rueidis client, which the
+// caller keeps ownership of: Close does not close it. Waiters are then woken
+// by pub/sub and by the PTTL bound only, since fairrw cannot install its
+// client-side-caching invalidation hook on a client it did not build.
+func WithClient(c rueidis.Client) Option {
+	return optionFunc(func(cfg *config) error {
+		if c == nil {
+			return fmt.Errorf("%w: WithClient(nil)", ErrInvalidOption)
+		}
+		cfg.client = c
+		return nil
+	})
+}
+
+// WithClientOption makes the Client build its own rueidis client from opt,
+// which it closes on Close. Unless opt.DisableCache is set, fairrw turns on
+// client tracking (OPTOUT) and installs an invalidation hook, so that
+// waiters are also woken when the lock key changes or expires.
+// opt.OnInvalidations and opt.ClientTrackingOptions must be unset.
+func WithClientOption(opt rueidis.ClientOption) Option {
+	return optionFunc(func(cfg *config) error {
+		if len(opt.InitAddress) == 0 {
+			return fmt.Errorf("%w: WithClientOption needs InitAddress", ErrInvalidOption)
+		}
+		if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
+			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
+		}
+		cfg.clientOption = &opt
+		return nil
+	})
+}
+
+// WithPolicy chooses the lock's admission policy. The default is Redisson().
+func WithPolicy(p Policy) Option {
+	return optionFunc(func(cfg *config) error {
+		if p == nil {
+			return fmt.Errorf("%w: WithPolicy(nil)", ErrInvalidOption)
+		}
+		cfg.policy = p
+		return nil
+	})
+}
+
+// WithLeaseTime sets the watchdog lease: a lock taken without WithLease is
+// held for d and renewed every d/3 while the Client lives. The default is
+// 30s, as Redisson's lockWatchdogTimeout.
+func WithLeaseTime(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d < 3*time.Millisecond {
+			return fmt.Errorf("%w: lease time %v must be at least 3ms", ErrInvalidOption, d)
+		}
+		cfg.leaseTime = d
+		return nil
+	})
+}
+
+// WithUnlockTimeout bounds each Unlock (and each clean-up after a cancelled
+// Lock), which runs detached from the caller's cancellation. It is also how
+// long unlock and attempt latches live in Redis. The default is 5s.
+func WithUnlockTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: unlock timeout %v must be positive", ErrInvalidOption, d)
+		}
+		cfg.unlockTimeout = d
+		return nil
+	})
+}
+
+// WithPublishCommand overrides how releases publish and waiters subscribe.
+// The default, PublishAuto, does what Java Redisson does, so that Go and
+// Java waiters hear each other.
+func WithPublishCommand(p PublishCommand) Option {
+	return optionFunc(func(cfg *config) error {
+		switch p {
+		case PublishAuto, PublishClassic, PublishSharded:
+			cfg.publish = p
+			return nil
+		}
+		return fmt.Errorf("%w: unknown publish command %q", ErrInvalidOption, string(p))
+	})
+}
+
+// WithClientTracking turns the client-side-caching wake-up path on or off
+// for a client built by WithClientOption. The default is on; it is off
+// whenever the connection cannot track keys (DisableCache, RESP2).
+func WithClientTracking(on bool) Option {
+	return optionFunc(func(cfg *config) error {
+		cfg.tracking = on
+		return nil
+	})
+}
+
+// An AcquireOption configures one Lock, RLock, TryLock or TryRLock call.
+type AcquireOption interface {
+	applyAcquire(*acquireConfig) error
+}
+
+type acquireOptionFunc func(*acquireConfig) error
+
+func (f acquireOptionFunc) applyAcquire(c *acquireConfig) error { return f(c) }
+
+type acquireConfig struct {
+	lease    time.Duration // 0: the client's watchdog lease, renewed
+	explicit bool
+}
+
+// WithLease holds the lock for exactly d unless unlocked earlier: there is
+// no renewal, and the Lease's Done closes with ErrLeaseLost when d has
+// passed. The default is the watchdog lease (WithLeaseTime), renewed.
+func WithLease(d time.Duration) AcquireOption {
+	return acquireOptionFunc(func(c *acquireConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: lease %v must be positive", ErrInvalidOption, d)
+		}
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: lease %v is under Redis's 1ms resolution", ErrInvalidOption, d)
+		}
+		c.lease = d
+		c.explicit = true
+		return nil
+	})
+}

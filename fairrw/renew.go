@@ -1,0 +1,187 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fairrw/rwlock/internal/script"
+)
+
+// maxRenewBatch is the most holds one renewal script call carries, as
+// Redisson's batched renewal: large enough that 10,000 leases take 100 calls
+// in one round trip, small enough that one call never blocks Redis for long.
+const maxRenewBatch = 100
+
+// renewer is the Client's single watchdog. Every renewInterval it renews all
+// the watchdog leases the Client holds: grouped by (lock, owner, mode), then
+// by cluster slot, in script calls of at most maxRenewBatch holds, all sent in
+// one DoMulti round trip. It also tracks every live lease, so Close can end
+// them.
+type renewer struct {
+	c      *Client
+	mu     sync.Mutex
+	leases map[*Lease]struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func newRenewer(c *Client) *renewer {
+	r := &renewer{c: c, leases: make(map[*Lease]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+func (r *renewer) add(l *Lease) {
+	r.mu.Lock()
+	r.leases[l] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *renewer) remove(l *Lease) {
+	r.mu.Lock()
+	delete(r.leases, l)
+	r.mu.Unlock()
+}
+
+// run renews every renewInterval, and sooner after a failed round: a lease
+// must be confirmed before its deadline, and a round can fail for a moment.
+func (r *renewer) run() {
+	defer close(r.done)
+	retry := min(r.c.renewInterval, time.Second)
+	t := time.NewTimer(r.c.renewInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		next := r.c.renewInterval
+		if err := r.round(); err != nil {
+			next = retry
+		}
+		t.Reset(next)
+	}
+}
+
+// renewHold is one (lock, owner, mode) and the leases that stand on it.
+type renewHold struct {
+	m      *RWMutex
+	mode   Mode
+	leases []*Lease
+}
+
+type holdKey struct {
+	name, owner string
+	mode        Mode
+}
+
+// round renews every watchdog lease once. It returns an error if any batch
+// failed; the leases of a failed batch keep their deadlines and are lost if
+// no later round confirms them in time.
+func (r *renewer) round() error {
+	holds := r.snapshot()
+	if len(holds) == 0 {
+		return nil
+	}
+	sent := time.Now()
+	calls, batches := r.batches(holds)
+	ctx, cancel := context.WithTimeout(context.Background(), r.c.renewInterval)
+	defer cancel()
+	results := r.c.policy.renewScript().ExecBatch(ctx, r.c.rdb, calls)
+	var failed error
+	for i, res := range results {
+		alive, err := res.AsIntSlice()
+		if err == nil && len(alive) != len(batches[i]) {
+			err = fmt.Errorf("renewal returned %d results for %d holds", len(alive), len(batches[i]))
+		}
+		if err != nil {
+			failed = err
+			continue
+		}
+		for j, h := range batches[i] {
+			if alive[j] == 1 {
+				h.confirm(sent.Add(r.c.leaseTime))
+			} else {
+				h.lose(fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name))
+			}
+		}
+	}
+	return failed
+}
+
+// snapshot groups the renewable leases by hold.
+func (r *renewer) snapshot() []*renewHold {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byKey := make(map[holdKey]*renewHold)
+	var holds []*renewHold
+	for l := range r.leases {
+		if !l.renewable() {
+			continue
+		}
+		k := holdKey{l.m.keys.name, l.m.owner, l.mode}
+		h := byKey[k]
+		if h == nil {
+			h = &renewHold{m: l.m, mode: l.mode}
+			byKey[k] = h
+			holds = append(holds, h)
+		}
+		h.leases = append(h.leases, l)
+	}
+	return holds
+}
+
+// batches splits holds by cluster slot into script calls of at most
+// maxRenewBatch holds each.
+func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
+	sort.Slice(holds, func(i, j int) bool { return holds[i].m.keys.slot < holds[j].m.keys.slot })
+	lease := millis(r.c.leaseTime)
+	var calls []script.Call
+	var batches [][]*renewHold
+	for i := 0; i < len(holds); {
+		s := holds[i].m.keys.slot
+		call := script.Call{Args: []string{lease}}
+		var batch []*renewHold
+		for ; i < len(holds) && holds[i].m.keys.slot == s && len(batch) < maxRenewBatch; i++ {
+			key, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].m.owner, holds[i].mode)
+			call.Keys = append(call.Keys, key)
+			call.Args = append(call.Args, args...)
+			batch = append(batch, holds[i])
+		}
+		calls = append(calls, call)
+		batches = append(batches, batch)
+	}
+	return calls, batches
+}
+
+func (h *renewHold) confirm(deadline time.Time) {
+	for _, l := range h.leases {
+		l.confirm(deadline)
+	}
+}
+
+func (h *renewHold) lose(err error) {
+	for _, l := range h.leases {
+		l.end(err)
+	}
+}
+
+// close stops the watchdog and ends every lease still held: nothing will
+// renew them any more, so their holders must not rely on them.
+func (r *renewer) close() {
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	leases := make([]*Lease, 0, len(r.leases))
+	for l := range r.leases {
+		leases = append(leases, l)
+	}
+	r.mu.Unlock()
+	for _, l := range leases {
+		l.end(errClosedLease)
+	}
+}

@@ -1,0 +1,193 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// An RWMutex is a handle on one distributed read-write lock, and one owner of
+// it. Many owners may hold reads together; a write is held by one owner alone.
+//
+// Holds are reentrant per handle: the same handle may take the lock again,
+// each acquire returns its own Lease, and each Lease is unlocked once. The
+// owner of the write may also take reads (a downgrade: release the write and
+// keep reading). A reader never gets the write (no upgrade): TryLock returns
+// ErrNotAcquired, and so does Lock, at once, rather than wait for itself.
+//
+// Goroutines that must exclude each other need separate handles: a handle is
+// safe for concurrent use, but two goroutines on one handle are one owner and
+// share its holds. Get handles from Client.RWMutex; do not copy them.
+//
+// Which waiter is admitted next is the Client's Policy.
+type RWMutex struct {
+	c       *Client
+	keys    lockKeys
+	err     error // the name's validation error, returned by every call
+	ownerID uint64
+	owner   string       // "<client UUID>:<owner id>"
+	reads   atomic.Int64 // read leases this handle holds, for the upgrade check
+}
+
+// Name returns the lock name.
+func (m *RWMutex) Name() string { return m.keys.name }
+
+// OwnerID returns the handle's owner id, unique within its Client. On the
+// wire the owner is "<Client.ID()>:<OwnerID()>", as a Redisson thread.
+func (m *RWMutex) OwnerID() uint64 { return m.ownerID }
+
+// Owner returns the owner identity written to Redis: "<client UUID>:<owner id>".
+func (m *RWMutex) Owner() string { return m.owner }
+
+// Lock takes the write lock, waiting until it is granted or ctx is done. On
+// cancellation it returns an error wrapping ctx.Err() and leaves nothing
+// behind in Redis.
+func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return m.acquire(ctx, Write, true, opts)
+}
+
+// RLock takes a read lock, waiting until it is granted or ctx is done.
+func (m *RWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return m.acquire(ctx, Read, true, opts)
+}
+
+// TryLock makes one attempt at the write lock and returns ErrNotAcquired if
+// it is taken.
+func (m *RWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return m.acquire(ctx, Write, false, opts)
+}
+
+// TryRLock makes one attempt at a read lock and returns ErrNotAcquired if a
+// writer (or, depending on the policy, a waiting writer) stands in the way.
+func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return m.acquire(ctx, Read, false, opts)
+}
+
+// ForceUnlock frees the lock whoever holds it, but only if it is held in
+// mode, and wakes its waiters; it returns ErrNotHeld otherwise. Holders are
+// not told at once: they learn it at their next renewal (or unlock).
+func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
+	if m.err != nil {
+		return m.err
+	}
+	if mode != Read && mode != Write {
+		return fmt.Errorf("%w: mode %d", ErrInvalidOption, mode)
+	}
+	if err := m.c.enter(); err != nil {
+		return err
+	}
+	defer m.c.leave()
+	freed, err := m.c.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
+	if err != nil {
+		return fmt.Errorf("fairrw: force unlock %q: %w", m.keys.name, err)
+	}
+	if !freed {
+		return fmt.Errorf("%w: %q is not locked for %s", ErrNotHeld, m.keys.name, mode)
+	}
+	return nil
+}
+
+func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
+	cfg, err := m.prepare(mode, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.c.enter(); err != nil {
+		return nil, err
+	}
+	defer m.c.leave()
+
+	first, err := m.attempt(ctx, mode, cfg)
+	if err != nil || first.reply.granted {
+		return m.finish(ctx, mode, cfg, first, err)
+	}
+	if !wait {
+		return nil, fmt.Errorf("%w: %q (%s)", ErrNotAcquired, m.keys.name, mode)
+	}
+	got, err := m.wait(ctx, mode, cfg, first.reply.wait)
+	return m.finish(ctx, mode, cfg, got, err)
+}
+
+// prepare validates a call before anything is sent.
+func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error) {
+	var cfg acquireConfig
+	if m.err != nil {
+		return cfg, m.err
+	}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%w: nil AcquireOption", ErrInvalidOption)
+		}
+		if err := o.applyAcquire(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if !cfg.explicit {
+		cfg.lease = m.c.leaseTime
+	}
+	if mode == Write && m.reads.Load() > 0 {
+		return cfg, fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.keys.name)
+	}
+	return cfg, nil
+}
+
+// finish turns a granted attempt into a Lease, unless the Client began
+// closing meanwhile: then the hold is given back and ErrClosed returned.
+func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got attemptResult, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	if m.c.isClosing() {
+		m.settle(ctx, mode, got.attempt)
+		return nil, ErrClosed
+	}
+	return newLease(m, mode, cfg, got), nil
+}
+
+// wait blocks until a grant, ctx's end or Close. It joins the lock's wait
+// group first (so no wake-up is lost between a failed attempt and the wait),
+// waits for its subscription, then retries on every wake-up, and in any case
+// no later than the PTTL that the last failed attempt returned.
+func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration) (attemptResult, error) {
+	w := m.c.waits.join(&m.keys, mode)
+	defer m.c.waits.leave(w)
+	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
+		return attemptResult{}, m.waitError(err)
+	}
+	for {
+		got, err := m.attempt(ctx, mode, cfg)
+		if err != nil {
+			return attemptResult{}, err
+		}
+		if got.reply.granted {
+			got.woken = w.source
+			m.c.waits.granted(w)
+			return got, nil
+		}
+		if err := w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
+			return attemptResult{}, m.waitError(err)
+		}
+	}
+}
+
+func (m *RWMutex) waitError(err error) error {
+	if err == ErrClosed {
+		return ErrClosed
+	}
+	return fmt.Errorf("fairrw: waiting for %q: %w", m.keys.name, err)
+}
+
+// retryBound turns a PTTL into the longest a waiter sleeps: Redis sends
+// nothing when a lock expires (and expires keys late), so the waiter itself
+// comes back when the PTTL runs out; the attempt then expires the key.
+func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
+	switch {
+	case pttl == -time.Millisecond: // a key without TTL: cannot happen, but never sleep forever
+		return m.c.leaseTime
+	case pttl < time.Millisecond:
+		return time.Millisecond
+	default:
+		return pttl
+	}
+}

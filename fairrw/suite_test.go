@@ -1,0 +1,38 @@
+package fairrw_test
+
+import (
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// miniEnv is the behavioural suite's environment on an in-process miniredis:
+// RESP2, no client tracking, so waiters are woken by pub/sub and the PTTL.
+func miniEnv(t *testing.T, policy fairrw.Policy) locktest.Env {
+	_, opt := redistest.Miniredis(t)
+	raw, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(raw.Close)
+	return locktest.Env{
+		Raw:    raw,
+		Policy: policy,
+		New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
+			c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		},
+	}
+}
+
+func TestBehaviour(t *testing.T) {
+	t.Run("redisson", func(t *testing.T) { locktest.Run(t, miniEnv(t, fairrw.Redisson())) })
+}

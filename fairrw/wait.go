@@ -1,0 +1,312 @@
+package fairrw
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+)
+
+// wakeSource says what woke a waiter, for the handoff figures per path.
+type wakeSource uint8
+
+const (
+	wakeNone         wakeSource = iota
+	wakePubSub                  // a release's message on the lock's channel
+	wakeInvalidation            // client tracking: the lock key changed or expired
+	wakeTimer                   // the PTTL that the failed attempt returned ran out
+	wakeResubscribe             // the subscription was re-made: messages may be lost
+	wakeHandover                // a waiter that left, or a reader that entered, passed it on
+)
+
+// waitRegistry keeps, per lock name, the waiters of this Client and the one
+// subscription they share. The subscription starts with the first waiter and
+// ends with the last.
+//
+// Wake-ups are targeted so that a release costs one retry, not one per
+// waiter: a "0" message or an invalidation wakes one waiter; a "1" message
+// (a writer left) wakes every waiting reader and one writer; a reader that
+// enters wakes the next waiting reader, which may share the lock. A waiter
+// that is already retrying absorbs a wake-up (it retries once more if its
+// attempt fails), so concurrent signals of one release do not multiply.
+type waitRegistry struct {
+	c      *Client
+	mu     sync.Mutex
+	groups map[string]*waitGroup // by lockKeys.tracked
+	wg     sync.WaitGroup        // subscription loops
+}
+
+type waitGroup struct {
+	registry  *waitRegistry
+	keys      *lockKeys
+	waiters   []*waiter // FIFO
+	ready     chan struct{}
+	confirmed bool
+	cancel    context.CancelFunc
+}
+
+type waiter struct {
+	group   *waitGroup
+	mode    Mode
+	wake    chan wakeSource // one slot: a doorbell
+	busy    bool            // retrying now (guarded by waitRegistry.mu)
+	source  wakeSource      // what woke it last
+	closing <-chan struct{}
+}
+
+func newWaitRegistry(c *Client) *waitRegistry {
+	return &waitRegistry{c: c, groups: make(map[string]*waitGroup)}
+}
+
+// join adds a waiter to the lock's group, starting the group's subscription
+// if it is the first. The waiter counts as busy: it is about to retry.
+func (r *waitRegistry) join(k *lockKeys, mode Mode) *waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.groups[k.tracked]
+	if g == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		g = &waitGroup{registry: r, keys: k, ready: make(chan struct{}), cancel: cancel}
+		r.groups[k.tracked] = g
+		r.wg.Add(1)
+		go r.subscribe(ctx, g)
+	}
+	w := &waiter{group: g, mode: mode, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
+	g.waiters = append(g.waiters, w)
+	return w
+}
+
+// leave removes a waiter. A wake-up it received but did not use is passed on,
+// and the last waiter out ends the subscription.
+func (r *waitRegistry) leave(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := w.group
+	for i, x := range g.waiters {
+		if x == w {
+			g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-w.wake:
+		r.wakeOneLocked(g, wakeHandover, 0)
+	default:
+	}
+	if len(g.waiters) == 0 {
+		delete(r.groups, g.keys.tracked)
+		g.cancel()
+	}
+}
+
+// granted is called when a waiter got the lock: a reader passes the turn to
+// the next idle reader, which may share the lock with it.
+func (r *waitRegistry) granted(w *waiter) {
+	if w.mode != Read {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range w.group.waiters {
+		if x != w && x.mode == Read && !x.busy {
+			r.signalLocked(x, wakeHandover)
+			return
+		}
+	}
+}
+
+// wakeOneLocked wakes one waiter of mode (0: any): one already retrying
+// absorbs it; otherwise the longest-waiting idle one is woken.
+func (r *waitRegistry) wakeOneLocked(g *waitGroup, src wakeSource, mode Mode) {
+	var idle *waiter
+	for _, w := range g.waiters {
+		if mode != 0 && w.mode != mode {
+			continue
+		}
+		if w.busy {
+			r.signalLocked(w, src)
+			return
+		}
+		if idle == nil {
+			idle = w
+		}
+	}
+	if idle != nil {
+		r.signalLocked(idle, src)
+	}
+}
+
+// wakeAllLocked wakes every waiter.
+func (r *waitRegistry) wakeAllLocked(g *waitGroup, src wakeSource) {
+	for _, w := range g.waiters {
+		r.signalLocked(w, src)
+	}
+}
+
+func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
+	w.busy = true
+	select {
+	case w.wake <- src:
+	default: // a wake-up is pending already: the waiter will retry anyway
+	}
+}
+
+// onMessage handles a message on a lock's channel. "1" (a writer left) can
+// admit every reader and one writer; "0" (the last reader left) one waiter.
+func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if msg == compat.ReadUnlockMessage {
+		for _, w := range g.waiters {
+			if w.mode == Read {
+				r.signalLocked(w, wakePubSub)
+			}
+		}
+		r.wakeOneLocked(g, wakePubSub, Write)
+		return
+	}
+	r.wakeOneLocked(g, wakePubSub, 0)
+}
+
+// onInvalidations is the rueidis client-tracking hook. It runs on the
+// connection's reading goroutine, so it only signals. nil means the
+// connection closed or the server flushed its tracking table: any key may
+// have changed, so every waiter retries.
+func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if messages == nil {
+		for _, g := range r.groups {
+			r.wakeAllLocked(g, wakeInvalidation)
+		}
+		return
+	}
+	for _, m := range messages {
+		key, err := m.ToString()
+		if err != nil {
+			continue
+		}
+		if g := r.groups[key]; g != nil {
+			r.wakeOneLocked(g, wakeInvalidation, 0)
+		}
+	}
+}
+
+// onSubscription runs on every subscribe confirmation. The first one lets
+// the group's waiters retry; a later one means the subscription was lost and
+// re-made, and messages may have been missed meanwhile, so everyone retries.
+func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription) {
+	if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !g.confirmed {
+		g.confirmed = true
+		close(g.ready)
+		return
+	}
+	r.wakeAllLocked(g, wakeResubscribe)
+}
+
+// subscribe is the group's subscription loop. It re-subscribes whenever the
+// server drops the subscription (failover, slot migration, a lost
+// connection) until the group's last waiter leaves, then unsubscribes.
+func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
+	defer r.wg.Done()
+	rdb := r.c.rdb
+	sharded := r.c.publish == compat.SPublish
+	channel := g.keys.channel
+	// rueidis recycles a command once it ran: build a fresh one every time.
+	subscribe := func() rueidis.Completed {
+		if sharded {
+			return rdb.B().Ssubscribe().Channel(channel).Build()
+		}
+		return rdb.B().Subscribe().Channel(channel).Build()
+	}
+	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) { r.onSubscription(g, s) })
+	backoff := minRetryBackoff
+	for ctx.Err() == nil {
+		err := rdb.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
+		if ctx.Err() != nil {
+			break
+		}
+		if err == nil { // the server ended the subscription: make it again at once
+			backoff = minRetryBackoff
+			continue
+		}
+		if sleepCtx(ctx, nil, backoff) != nil {
+			break
+		}
+		backoff = min(backoff*2, maxRetryBackoff)
+	}
+	// rueidis only drops the local listener when Receive returns; the server
+	// would keep the subscription (and keep sending) until told otherwise.
+	uctx, cancel := context.WithTimeout(context.Background(), r.c.unlockTimeout)
+	defer cancel()
+	unsubscribe := rdb.B().Unsubscribe().Channel(channel).Build()
+	if sharded {
+		unsubscribe = rdb.B().Sunsubscribe().Channel(channel).Build()
+	}
+	_ = rdb.Do(uctx, unsubscribe).Error()
+}
+
+// close waits for every subscription loop to end. Close calls it once no
+// call is in progress, so every group has already lost its last waiter.
+func (r *waitRegistry) close() {
+	r.mu.Lock()
+	for _, g := range r.groups {
+		g.cancel()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// awaitSubscription blocks until the group's subscription is confirmed, so
+// that the retry that follows cannot miss a release's message. It gives up
+// waiting after bound (the PTTL): the retry is due then anyway.
+func (w *waiter) awaitSubscription(ctx context.Context, bound time.Duration) error {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-w.group.ready:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.closing:
+		return ErrClosed
+	}
+}
+
+// sleep waits for a wake-up, at most bound. The waiter is idle meanwhile, so
+// that a wake-up goes to it rather than being absorbed.
+func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
+	r := w.registry()
+	r.mu.Lock()
+	w.busy = false
+	r.mu.Unlock()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case src := <-w.wake: // the waker marked it busy
+		w.source = src
+		return nil
+	case <-t.C:
+		r.mu.Lock()
+		w.busy = true
+		r.mu.Unlock()
+		w.source = wakeTimer
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.closing:
+		return ErrClosed
+	}
+}
+
+func (w *waiter) registry() *waitRegistry { return w.group.registry }

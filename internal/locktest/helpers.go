@@ -1,0 +1,187 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+func lock(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
+	t.Helper()
+	var l *fairrw.Lease
+	var err error
+	if mode == fairrw.Read {
+		l, err = m.RLock(ctx(t), opts...)
+	} else {
+		l, err = m.Lock(ctx(t), opts...)
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", mode, m.Name(), err)
+	}
+	return l
+}
+
+func unlock(t testing.TB, l *fairrw.Lease) {
+	t.Helper()
+	if err := l.Unlock(ctx(t)); err != nil {
+		t.Fatalf("unlock %s %s: %v", l.Mode(), l.Name(), err)
+	}
+}
+
+// refused checks that a try of mode on m is refused with ErrNotAcquired.
+func refused(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) {
+	t.Helper()
+	var l *fairrw.Lease
+	var err error
+	if mode == fairrw.Read {
+		l, err = m.TryRLock(ctx(t))
+	} else {
+		l, err = m.TryLock(ctx(t))
+	}
+	if !errors.Is(err, fairrw.ErrNotAcquired) {
+		if l != nil {
+			_ = l.Unlock(ctx(t))
+		}
+		t.Fatalf("Try %s on %s: got %v, want ErrNotAcquired", mode, m.Name(), err)
+	}
+}
+
+// granted checks that a try of mode on m succeeds, and returns the lease.
+func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
+	t.Helper()
+	var l *fairrw.Lease
+	var err error
+	if mode == fairrw.Read {
+		l, err = m.TryRLock(ctx(t))
+	} else {
+		l, err = m.TryLock(ctx(t))
+	}
+	if err != nil {
+		t.Fatalf("Try %s on %s: %v", mode, m.Name(), err)
+	}
+	return l
+}
+
+// keysOf lists the keys in Redis that mention the lock name, but for the
+// tombstones of aborted attempts: a Lock cancelled while an attempt was in
+// flight leaves one, so that a late copy of that attempt takes nothing, and it
+// expires after the unlock timeout (checked by tombstones).
+func keysOf(t testing.TB, env Env, name string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range allKeysOf(t, env, name) {
+		v, err := env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
+		if err == nil && v == "aborted" && strings.HasPrefix(k, "fairrw_attempt:") {
+			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
+			if pttl <= 0 || pttl > int64(fairrw.DefaultUnlockTimeout/time.Millisecond) {
+				t.Fatalf("tombstone %s has PTTL %d, want (0, unlock timeout]", k, pttl)
+			}
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// allKeysOf lists every key in Redis that mentions the lock name.
+func allKeysOf(t testing.TB, env Env, name string) []string {
+	t.Helper()
+	all, err := env.Raw.Do(ctx(t), env.Raw.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("KEYS: %v", err)
+	}
+	var out []string
+	for _, k := range all {
+		if strings.Contains(k, name) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// eventuallyNoKeys waits until no key of the lock is left (unlock latches are
+// deleted in the background right after the unlock answers).
+func eventuallyNoKeys(t testing.TB, env Env, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys := keysOf(t, env, name)
+		if len(keys) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys left behind for %s: %v", name, keys)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDone waits for a lease to end, at most d, and returns its error.
+func waitDone(t testing.TB, l *fairrw.Lease, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-l.Done():
+		return l.Err()
+	case <-time.After(d):
+		t.Fatalf("lease on %s still alive after %v", l.Name(), d)
+		return nil
+	}
+}
+
+func alive(t testing.TB, l *fairrw.Lease) {
+	t.Helper()
+	select {
+	case <-l.Done():
+		t.Fatalf("lease on %s ended: %v", l.Name(), l.Err())
+	default:
+	}
+}
+
+// acquireAsync starts an acquire in the background.
+func acquireAsync(c context.Context, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.AcquireOption) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		if mode == fairrw.Read {
+			r.lease, r.err = m.RLock(c, opts...)
+		} else {
+			r.lease, r.err = m.Lock(c, opts...)
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+type result struct {
+	lease *fairrw.Lease
+	err   error
+}
+
+// blocked checks that an acquire has not returned yet, after giving it time
+// to (wrongly) get through.
+func blocked(t testing.TB, ch <-chan result) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("acquire returned while it should wait: %v %v", r.lease, r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func receive(t testing.TB, ch <-chan result) *fairrw.Lease {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("acquire: %v", r.err)
+		}
+		return r.lease
+	case <-time.After(20 * time.Second):
+		t.Fatal("acquire did not return")
+		return nil
+	}
+}

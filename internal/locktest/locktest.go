@@ -1,0 +1,71 @@
+// Package locktest is the behavioural suite every fairrw policy and every
+// transport must pass: exclusion, sharing, reentrancy, downgrade, refused
+// upgrade, leases, expiry, loss, cancellation and Close. The fairrw unit
+// tests run it on miniredis; the integration tests on real Redis servers.
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// Env is where a suite runs.
+type Env struct {
+	// New returns a Client on the environment's Redis with opts added, closed
+	// at the end of the test.
+	New func(t testing.TB, opts ...fairrw.Option) *fairrw.Client
+	// Raw is a plain client on the same Redis, to look at and damage state.
+	Raw rueidis.Client
+	// Policy is added to every Client the suite makes.
+	Policy fairrw.Policy
+}
+
+func (e Env) client(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
+	return e.New(t, append([]fairrw.Option{fairrw.WithPolicy(e.Policy)}, opts...)...)
+}
+
+// Run runs every scenario as a subtest.
+func Run(t *testing.T, env Env) {
+	scenarios := []struct {
+		name string
+		fn   func(*testing.T, Env)
+	}{
+		{"ReadersShare", ReadersShare},
+		{"WriteExcludes", WriteExcludes},
+		{"ReentrantWrite", ReentrantWrite},
+		{"ReentrantRead", ReentrantRead},
+		{"Downgrade", Downgrade},
+		{"NoUpgrade", NoUpgrade},
+		{"UnlockTwice", UnlockTwice},
+		{"WriterWaitsForWriter", WriterWaitsForWriter},
+		{"ReadersWakeTogether", ReadersWakeTogether},
+		{"CancelledWaitLeavesNothing", CancelledWaitLeavesNothing},
+		{"ExplicitLeaseExpires", ExplicitLeaseExpires},
+		{"WatchdogKeepsLeaseAlive", WatchdogKeepsLeaseAlive},
+		{"LostLeaseIsReported", LostLeaseIsReported},
+		{"DeadClientFreesLock", DeadClientFreesLock},
+		{"UnlockAfterExpiry", UnlockAfterExpiry},
+		{"CloseWakesWaiters", CloseWakesWaiters},
+		{"InvalidInputChangesNothing", InvalidInputChangesNothing},
+		{"Hammer", Hammer},
+	}
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) { s.fn(t, env) })
+	}
+}
+
+// ctx returns a context that ends with the test, bounded so that a broken
+// lock fails the test instead of hanging it.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// name returns a lock name unique to the test.
+func name(t testing.TB) string { return "locktest:" + t.Name() }

@@ -1,0 +1,399 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// ReadersShare: two owners hold reads together; a writer waits for both.
+func ReadersShare(t *testing.T, env Env) {
+	c := env.client(t)
+	a, b, w := c.RWMutex(name(t)), c.RWMutex(name(t)), c.RWMutex(name(t))
+	ra := lock(t, a, fairrw.Read)
+	rb := granted(t, b, fairrw.Read)
+	refused(t, w, fairrw.Write)
+	unlock(t, ra)
+	refused(t, w, fairrw.Write)
+	unlock(t, rb)
+	unlock(t, granted(t, w, fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// WriteExcludes: a write blocks other owners' reads and writes, in this
+// client and in another one.
+func WriteExcludes(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	w := lock(t, c1.RWMutex(name(t)), fairrw.Write)
+	for _, m := range []*fairrw.RWMutex{c1.RWMutex(name(t)), c2.RWMutex(name(t))} {
+		refused(t, m, fairrw.Read)
+		refused(t, m, fairrw.Write)
+	}
+	unlock(t, w)
+	unlock(t, granted(t, c2.RWMutex(name(t)), fairrw.Read))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// ReentrantWrite: the write owner takes the write again; it stays held until
+// every hold is unlocked.
+func ReentrantWrite(t *testing.T, env Env) {
+	c := env.client(t)
+	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
+	w1 := lock(t, m, fairrw.Write)
+	w2 := granted(t, m, fairrw.Write)
+	unlock(t, w1)
+	refused(t, other, fairrw.Read)
+	alive(t, w2)
+	unlock(t, w2)
+	unlock(t, granted(t, other, fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// ReentrantRead: an owner's reads count up and down.
+func ReentrantRead(t *testing.T, env Env) {
+	c := env.client(t)
+	m, w := c.RWMutex(name(t)), c.RWMutex(name(t))
+	r1 := lock(t, m, fairrw.Read)
+	r2 := lock(t, m, fairrw.Read)
+	unlock(t, r2)
+	refused(t, w, fairrw.Write)
+	unlock(t, r1)
+	unlock(t, granted(t, w, fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// Downgrade: the write owner takes a read, releases the write, and keeps
+// reading: others may read, no one may write.
+func Downgrade(t *testing.T, env Env) {
+	c := env.client(t)
+	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
+	w := lock(t, m, fairrw.Write)
+	r := granted(t, m, fairrw.Read)
+	refused(t, other, fairrw.Read)
+	unlock(t, w)
+	refused(t, other, fairrw.Write)
+	unlock(t, granted(t, other, fairrw.Read))
+	unlock(t, r)
+	unlock(t, granted(t, other, fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// NoUpgrade: a reader never gets the write, even as the only reader, and
+// Lock refuses at once instead of waiting for itself.
+func NoUpgrade(t *testing.T, env Env) {
+	c := env.client(t)
+	m := c.RWMutex(name(t))
+	r := lock(t, m, fairrw.Read)
+	refused(t, m, fairrw.Write)
+	if _, err := m.Lock(ctx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+		t.Fatalf("Lock by a reader: %v, want ErrNotAcquired", err)
+	}
+	unlock(t, r)
+	unlock(t, lock(t, m, fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// UnlockTwice: a lease is unlocked once; the second Unlock is ErrNotHeld and
+// does not release another hold of the same owner.
+func UnlockTwice(t *testing.T, env Env) {
+	c := env.client(t)
+	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
+	w1 := lock(t, m, fairrw.Write)
+	w2 := lock(t, m, fairrw.Write)
+	unlock(t, w1)
+	if err := w1.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+	if err := w1.Err(); err != nil {
+		t.Fatalf("Err after Unlock: %v, want nil", err)
+	}
+	refused(t, other, fairrw.Write)
+	unlock(t, w2)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// WriterWaitsForWriter: a blocked Lock is granted after the holder unlocks,
+// whether the two are in one client or in two.
+func WriterWaitsForWriter(t *testing.T, env Env) {
+	for _, sameClient := range []bool{true, false} {
+		c1 := env.client(t)
+		c2 := c1
+		if !sameClient {
+			c2 = env.client(t)
+		}
+		n := name(t)
+		held := lock(t, c1.RWMutex(n), fairrw.Write)
+		waiting := acquireAsync(ctx(t), c2.RWMutex(n), fairrw.Write)
+		blocked(t, waiting)
+		unlock(t, held)
+		unlock(t, receive(t, waiting))
+		eventuallyNoKeys(t, env, n)
+	}
+}
+
+// ReadersWakeTogether: readers waiting on a writer all get in when it
+// unlocks, and then hold together.
+func ReadersWakeTogether(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	held := lock(t, c1.RWMutex(name(t)), fairrw.Write)
+	var waiting []<-chan result
+	for i := range 4 {
+		c := c1
+		if i%2 == 1 {
+			c = c2
+		}
+		waiting = append(waiting, acquireAsync(ctx(t), c.RWMutex(name(t)), fairrw.Read))
+	}
+	blocked(t, waiting[0])
+	unlock(t, held)
+	var leases []*fairrw.Lease
+	for _, ch := range waiting {
+		leases = append(leases, receive(t, ch))
+	}
+	for _, l := range leases {
+		alive(t, l)
+	}
+	for _, l := range leases {
+		unlock(t, l)
+	}
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// CancelledWaitLeavesNothing: a Lock whose ctx ends returns promptly with an
+// error wrapping ctx.Err(), holds nothing, and leaves nothing in Redis.
+func CancelledWaitLeavesNothing(t *testing.T, env Env) {
+	c := env.client(t)
+	held := lock(t, c.RWMutex(name(t)), fairrw.Write)
+	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
+		cctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		l, err := c.RWMutex(name(t)).Lock(cctx)
+		if mode == fairrw.Read {
+			l, err = c.RWMutex(name(t)).RLock(cctx)
+		}
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || l != nil {
+			t.Fatalf("%s with expiring ctx: %v, %v; want DeadlineExceeded", mode, l, err)
+		}
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	waiting := acquireAsync(cctx, c.RWMutex(name(t)), fairrw.Write)
+	blocked(t, waiting)
+	cancel()
+	if r := <-waiting; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.err)
+	}
+	unlock(t, held)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// ExplicitLeaseExpires: a lease taken WithLease is not renewed: it ends with
+// ErrLeaseLost when it runs out, and a waiter gets the lock without any
+// notification from the holder.
+func ExplicitLeaseExpires(t *testing.T, env Env) {
+	c := env.client(t)
+	l := lock(t, c.RWMutex(name(t)), fairrw.Write, fairrw.WithLease(300*time.Millisecond))
+	waiting := acquireAsync(ctx(t), c.RWMutex(name(t)), fairrw.Write)
+	if err := waitDone(t, l, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
+	}
+	unlock(t, receive(t, waiting))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// WatchdogKeepsLeaseAlive: a lease without WithLease outlives several lease
+// times while its Client renews it.
+func WatchdogKeepsLeaseAlive(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(300*time.Millisecond))
+	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
+	w := lock(t, m, fairrw.Write)
+	r := lock(t, m, fairrw.Read)
+	time.Sleep(1200 * time.Millisecond)
+	alive(t, w)
+	alive(t, r)
+	refused(t, other, fairrw.Read)
+	unlock(t, w)
+	unlock(t, r)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// LostLeaseIsReported: when the lock's keys vanish from Redis, the holder
+// learns it by the next renewal: Done closes with ErrLeaseLost, and Unlock
+// says ErrNotHeld.
+func LostLeaseIsReported(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(600*time.Millisecond))
+	m := c.RWMutex(name(t))
+	w := lock(t, m, fairrw.Write)
+	r := lock(t, c.RWMutex(name(t)+":reader"), fairrw.Read)
+	keys := append(keysOf(t, env, name(t)), keysOf(t, env, name(t)+":reader")...)
+	for _, k := range keys {
+		if err := env.Raw.Do(ctx(t), env.Raw.B().Del().Key(k).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []*fairrw.Lease{w, r} {
+		if err := waitDone(t, l, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+			t.Fatalf("lease whose keys were deleted: Err = %v, want ErrLeaseLost", err)
+		}
+		if err := l.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+			t.Fatalf("Unlock of a lost lease: %v, want ErrNotHeld", err)
+		}
+	}
+}
+
+// DeadClientFreesLock: a client that goes away without unlocking loses its
+// lock within the lease time, and a waiter elsewhere then gets it.
+func DeadClientFreesLock(t *testing.T, env Env) {
+	dead := env.client(t, fairrw.WithLeaseTime(400*time.Millisecond))
+	live := env.client(t)
+	w := lock(t, dead.RWMutex(name(t)), fairrw.Write)
+	r := lock(t, dead.RWMutex(name(t)+":r"), fairrw.Read)
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*fairrw.Lease{w, r} {
+		if err := l.Err(); !errors.Is(err, fairrw.ErrLeaseLost) || !errors.Is(err, fairrw.ErrClosed) {
+			t.Fatalf("lease after Close: %v, want ErrLeaseLost and ErrClosed", err)
+		}
+	}
+	unlock(t, lock(t, live.RWMutex(name(t)), fairrw.Write))
+	unlock(t, lock(t, live.RWMutex(name(t)+":r"), fairrw.Write))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// UnlockAfterExpiry: unlocking a lease that ran out fails with ErrNotHeld,
+// and does not release a hold someone else took since.
+func UnlockAfterExpiry(t *testing.T, env Env) {
+	c := env.client(t)
+	first := lock(t, c.RWMutex(name(t)), fairrw.Write, fairrw.WithLease(100*time.Millisecond))
+	waitDone(t, first, 5*time.Second)
+	next := lock(t, c.RWMutex(name(t)), fairrw.Write)
+	if err := first.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+		t.Fatalf("Unlock after expiry: %v, want ErrNotHeld", err)
+	}
+	alive(t, next)
+	refused(t, c.RWMutex(name(t)), fairrw.Read)
+	unlock(t, next)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// CloseWakesWaiters: Close wakes every waiter with ErrClosed, ends held
+// leases, and refuses every later call.
+func CloseWakesWaiters(t *testing.T, env Env) {
+	holder := env.client(t)
+	c := env.client(t)
+	held := lock(t, holder.RWMutex(name(t)), fairrw.Write)
+	var waiting []<-chan result
+	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write, fairrw.Write} {
+		waiting = append(waiting, acquireAsync(ctx(t), c.RWMutex(name(t)), mode))
+	}
+	own := lock(t, c.RWMutex(name(t)+":own"), fairrw.Write)
+	blocked(t, waiting[0])
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range waiting {
+		if r := <-ch; !errors.Is(r.err, fairrw.ErrClosed) {
+			t.Fatalf("waiter after Close: %v, want ErrClosed", r.err)
+		}
+	}
+	if !errors.Is(own.Err(), fairrw.ErrClosed) {
+		t.Fatalf("held lease after Close: %v, want ErrClosed", own.Err())
+	}
+	if _, err := c.RWMutex(name(t)).TryRLock(ctx(t)); !errors.Is(err, fairrw.ErrClosed) {
+		t.Fatalf("TryRLock after Close: %v, want ErrClosed", err)
+	}
+	if err := own.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrClosed) {
+		t.Fatalf("Unlock after Close: %v, want ErrClosed", err)
+	}
+	unlock(t, held)
+}
+
+// InvalidInputChangesNothing: bad names and options get clear errors before
+// anything reaches Redis.
+func InvalidInputChangesNothing(t *testing.T, env Env) {
+	c := env.client(t)
+	bad := []string{"", "a{b", "x}y", "{}", string(make([]byte, fairrw.MaxNameLength+1))}
+	for _, n := range bad {
+		_, err := c.RWMutex(n).Lock(ctx(t))
+		if !errors.Is(err, fairrw.ErrInvalidName) {
+			t.Errorf("Lock(%.20q): %v, want ErrInvalidName", n, err)
+		}
+	}
+	m := c.RWMutex(name(t))
+	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
+		if _, err := m.TryLock(ctx(t), fairrw.WithLease(d)); !errors.Is(err, fairrw.ErrInvalidOption) {
+			t.Errorf("WithLease(%v): %v, want ErrInvalidOption", d, err)
+		}
+	}
+	if err := m.ForceUnlock(ctx(t), fairrw.Mode(9)); !errors.Is(err, fairrw.ErrInvalidOption) {
+		t.Errorf("ForceUnlock(9): %v, want ErrInvalidOption", err)
+	}
+	if keys := keysOf(t, env, name(t)); len(keys) != 0 {
+		t.Fatalf("invalid calls wrote %v", keys)
+	}
+	for _, k := range []string{"a{b", "x}y", "{}"} {
+		n, err := env.Raw.Do(ctx(t), env.Raw.B().Exists().Key(k).Build()).AsInt64()
+		if err != nil || n != 0 {
+			t.Fatalf("invalid name %q reached Redis: exists=%d, %v", k, n, err)
+		}
+	}
+}
+
+// Hammer is sync's HammerRWMutex over Redis: readers add 1 to a shared
+// counter and writers 10000, each checking that it is alone with its kind.
+func Hammer(t *testing.T, env Env) {
+	const workers, rounds = 8, 15
+	clients := []*fairrw.Client{env.client(t), env.client(t)}
+	var activity atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := range workers {
+		m := clients[i%2].RWMutex(name(t))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				if err := hammerRound(ctx(t), m, (i+r)%3 == 0, &activity); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	eventuallyNoKeys(t, env, name(t))
+}
+
+func hammerRound(c context.Context, m *fairrw.RWMutex, write bool, activity *atomic.Int64) error {
+	if write {
+		l, err := m.Lock(c)
+		if err != nil {
+			return err
+		}
+		if n := activity.Add(10000); n != 10000 {
+			return errors.New("writer not alone: activity " + itoa(n))
+		}
+		time.Sleep(time.Millisecond)
+		activity.Add(-10000)
+		return l.Unlock(c)
+	}
+	l, err := m.RLock(c)
+	if err != nil {
+		return err
+	}
+	if n := activity.Add(1); n >= 10000 {
+		return errors.New("reader beside a writer: activity " + itoa(n))
+	}
+	time.Sleep(time.Millisecond)
+	activity.Add(-1)
+	return l.Unlock(c)
+}

@@ -1,0 +1,89 @@
+// Package script runs fairrw's Lua scripts through rueidis: by EVALSHA, with
+// EVAL as the fallback when the server has lost its script cache (restart,
+// failover, SCRIPT FLUSH), for single calls and for batches sent in one
+// round trip.
+package script
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/lua"
+)
+
+// Script is one embedded Lua script, wrapped once.
+type Script struct {
+	name string
+	src  string
+	sha  string
+	lua  *rueidis.Lua
+}
+
+// Call is one execution of a script in a batch.
+type Call struct {
+	Keys []string
+	Args []string
+}
+
+// New wraps the embedded script name. Only scripts that are idempotent for a
+// retry (latches, attempt ids, or plain PEXPIREs) may be made retryable:
+// rueidis resends a retryable command after a broken connection even when
+// the first copy already ran.
+func New(name string, retryable bool) *Script {
+	src := lua.Source(name)
+	sum := sha1.Sum([]byte(src))
+	s := &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+	if retryable {
+		s.lua = rueidis.NewLuaScriptRetryable(src)
+	} else {
+		s.lua = rueidis.NewLuaScript(src)
+	}
+	return s
+}
+
+// Name returns the script's file name without ".lua".
+func (s *Script) Name() string { return s.name }
+
+// SHA1 returns the script's SHA-1 digest, as EVALSHA takes it.
+func (s *Script) SHA1() string { return s.sha }
+
+// Exec runs the script once: EVALSHA, then EVAL on NOSCRIPT.
+func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}
+
+// ExecBatch is for idempotent scripts only (every command is sent as
+// retryable). It runs every call in one DoMulti round trip (rueidis groups them by
+// slot on a cluster). Calls answered NOSCRIPT are sent again with EVAL in a
+// second round trip. Results are in the order of calls.
+func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) []rueidis.RedisResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable()
+	}
+	results := c.DoMulti(ctx, cmds...)
+	var missing []int
+	for i, r := range results {
+		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return results
+	}
+	again := make(rueidis.Commands, len(missing))
+	for j, i := range missing {
+		call := calls[i]
+		again[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable()
+	}
+	for j, r := range c.DoMulti(ctx, again...) {
+		results[missing[j]] = r
+	}
+	return results
+}

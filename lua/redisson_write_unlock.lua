@@ -1,0 +1,59 @@
+-- Release one write hold of a Redisson read-write lock.
+--
+-- KEYS[1] the lock hash N
+-- KEYS[2] the channel "redisson_rwlock:{N}"
+-- KEYS[3] the unlock latch "redisson_unlock_latch:{N}:<request id>"
+-- KEYS[4] the attempt latch of the hold being released (fairrw only)
+-- ARGV[1] the message "1"
+-- ARGV[2] lease in milliseconds (a remaining reentrant hold keeps this lease)
+-- ARGV[3] the owner's write field "<client>:<owner>:write"
+-- ARGV[4] the publish command: "publish" or "spublish"
+-- ARGV[5] unlock latch lifetime in milliseconds
+-- ARGV[6] "del" to drop the attempt latch, "abort" to mark it aborted
+-- ARGV[7] attempt latch lifetime in milliseconds
+--
+-- Returns nil when this owner held no write, 0 when a reentrant write hold
+-- remains, 1 when the write was released. A retry with the same request id
+-- returns the first call's answer from the latch.
+--
+-- Invariant: when the last write hold goes and the owner still holds reads,
+-- the lock turns into a read lock (a downgrade) and nothing is published;
+-- otherwise the hash is deleted and "1" published, waking every waiter.
+local latched = redis.call('get', KEYS[3])
+if latched ~= false then
+  return tonumber(latched)
+end
+
+if ARGV[6] == 'abort' then
+  redis.call('set', KEYS[4], 'aborted', 'px', ARGV[7])
+else
+  redis.call('del', KEYS[4])
+end
+
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+  return nil
+end
+
+if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+  return 0
+end
+
+redis.call('hdel', KEYS[1], ARGV[3])
+if redis.call('hlen', KEYS[1]) == 1 then
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+else
+  redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1
