@@ -10,7 +10,7 @@ func TestNames(t *testing.T) {
 	const u = "6b2f3a0e-8d4c-4d55-9f5e-2f0f3e1d9a77"
 	owner := Owner(u, 7)
 	tests := []struct {
-		name                                        string
+		name                                       string
 		channel, leaseKey, keyPrefix, latch, field string
 	}{
 		{

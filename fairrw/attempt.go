@@ -26,10 +26,10 @@ const (
 // first, the attempt is settled so that nothing stays behind in Redis.
 func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig) (attemptResult, error) {
 	req := acquireRequest{
-		mode:     mode,
-		owner:    m.owner,
-		attempt:  newRequestID(),
-		lease:    cfg.lease,
+		mode:    mode,
+		owner:   m.owner,
+		attempt: newRequestID(),
+		lease:   cfg.lease,
 		// A granted attempt's latch only has to outlive retries of that
 		// attempt, and must not outlive a short hold by much.
 		latchTTL: min(cfg.lease, m.c.unlockTimeout),

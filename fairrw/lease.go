@@ -180,3 +180,10 @@ func (l *Lease) renewable() bool {
 	defer l.mu.Unlock()
 	return l.watchdog && l.state == leaseHeld
 }
+
+// WokenBy names the wake-up that ended the acquire's wait: "pubsub" (a
+// release's message), "invalidation" (client tracking saw the lock key
+// change), "timer" (the PTTL bound ran out), "resubscribe" (the subscription
+// was re-made), "handover" (another waiter passed its turn on), or "" when
+// the lock was granted without waiting.
+func (l *Lease) WokenBy() string { return l.woken.String() }

@@ -310,3 +310,20 @@ func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
 }
 
 func (w *waiter) registry() *waitRegistry { return w.group.registry }
+
+func (s wakeSource) String() string {
+	switch s {
+	case wakePubSub:
+		return "pubsub"
+	case wakeInvalidation:
+		return "invalidation"
+	case wakeTimer:
+		return "timer"
+	case wakeResubscribe:
+		return "resubscribe"
+	case wakeHandover:
+		return "handover"
+	default:
+		return ""
+	}
+}

@@ -1,0 +1,56 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// A transport is one way a Client may talk to Redis. Every behaviour must
+// hold on each: with client tracking (invalidations wake waiters), RESP3
+// without tracking (managed Redis), and RESP2.
+type transport struct {
+	name   string
+	mutate func(*rueidis.ClientOption)
+}
+
+var transports = []transport{
+	{"resp3-tracking", func(*rueidis.ClientOption) {}},
+	{"resp3-no-tracking", func(o *rueidis.ClientOption) { o.DisableCache = true }},
+	{"resp2", func(o *rueidis.ClientOption) { o.DisableCache = true; o.AlwaysRESP2 = true }},
+}
+
+// newEnv returns the behavioural suite's environment on r over tr.
+func newEnv(t *testing.T, r *redistest.Redis, tr transport, policy fairrw.Policy) locktest.Env {
+	return locktest.Env{
+		Raw:    r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }),
+		Policy: policy,
+		New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
+			return newClient(t, r, tr, opts...)
+		},
+	}
+}
+
+func newClient(t testing.TB, r *redistest.Redis, tr transport, opts ...fairrw.Option) *fairrw.Client {
+	t.Helper()
+	opt := r.ClientOption()
+	tr.mutate(&opt)
+	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

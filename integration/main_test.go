@@ -1,0 +1,15 @@
+// Package integration tests fairrw against real Redis servers: a
+// redis-server started from PATH (or FAIRRW_REDIS_ADDR), and a testcontainers
+// container where a Docker engine answers. FAIRRW_REQUIRE_REDIS=1 turns a
+// missing Redis into a failure instead of a skip.
+package integration
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

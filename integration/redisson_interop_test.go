@@ -1,0 +1,108 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/lua"
+)
+
+// javaOwner writes and releases holds the way a Java Redisson client does,
+// with raw commands: nothing of fairrw in between.
+const javaOwner = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0:1"
+
+// TestJavaWriterWakesGoReaders: Go readers wait behind a Java writer and are
+// woken by its unlock's "1" message, long before the hash's PTTL.
+func TestJavaWriterWakesGoReaders(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			e := newWireEnv(t)
+			n := "interop:java-writer:" + tr.name
+			raw := e.raw
+			if err := raw.Do(testCtx(t), raw.B().Hset().Key(n).FieldValue().FieldValue("mode", "write").FieldValue(compat.WriteField(javaOwner), "1").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := raw.Do(testCtx(t), raw.B().Pexpire().Key(n).Milliseconds(60_000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, e.r, tr)
+			ch := make(chan *fairrw.Lease, 2)
+			for range 2 {
+				go func() {
+					l, err := c.RWMutex(n).RLock(testCtx(t))
+					if err != nil {
+						t.Error(err)
+					}
+					ch <- l
+				}()
+			}
+			waitSubscribers(t, e, compat.Channel(n), 1)
+			// Java's write unlock: the hash goes, "1" is published.
+			if err := raw.Do(testCtx(t), raw.B().Del().Key(n).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := raw.Do(testCtx(t), raw.B().Publish().Channel(compat.Channel(n)).Message(compat.ReadUnlockMessage).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				select {
+				case l := <-ch:
+					if l == nil {
+						t.FailNow()
+					}
+					if l.WokenBy() == "timer" {
+						t.Errorf("reader woken by the PTTL timer, not by the release")
+					}
+					defer mustUnlock(t, l)
+				case <-time.After(20 * time.Second):
+					t.Fatal("Go readers still wait after the Java writer left (PTTL is 60s)")
+				}
+			}
+		})
+	}
+}
+
+// TestGoHoldsSeenByJavaScripts: Java's own acquire logic, run on the state a
+// Go holder left, refuses and admits as Java would. Our read-acquire script
+// is Redisson's algorithm; a Java owner id in it stands for a Java client.
+func TestGoHoldsSeenByJavaScripts(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "interop:go-writer"
+	m := e.client(t).RWMutex(n)
+	w := mustLock(t, m, fairrw.Write)
+	javaRead := func() (int64, bool) {
+		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_acquire")).Numkeys(3).
+			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.AttemptLatch(n, "java-"+time.Now().String())).
+			Arg("30000", javaOwner, compat.WriteField(javaOwner), "1000").Build())
+		pttl, err := res.AsInt64()
+		return pttl, err == nil
+	}
+	if pttl, refused := javaRead(); !refused || pttl <= 0 {
+		t.Fatalf("Java read beside a Go writer: refused=%v pttl=%d", refused, pttl)
+	}
+	mustUnlock(t, w)
+	if _, refused := javaRead(); refused {
+		t.Fatal("Java read refused on a free lock")
+	}
+	e.w.wantHash(n, map[string]string{"mode": "read", javaOwner: "1"})
+	if _, err := m.TryLock(testCtx(t)); err == nil {
+		t.Fatal("Go writer admitted beside a Java reader")
+	}
+}
+
+func waitSubscribers(t *testing.T, e wireEnv, channel string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		counts, err := e.raw.Do(testCtx(t), e.raw.B().PubsubNumsub().Channel(channel).Build()).ToArray()
+		if err == nil && len(counts) == 2 {
+			if got, _ := counts[1].AsInt64(); got >= n {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never had %d subscribers", channel, n)
+}

@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// TestRedissonRenewal: the watchdog extends the hash and every read lease
+// key of its own holds, and only those.
+func TestRedissonRenewal(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "wire:renew"
+	const lease = 900 * time.Millisecond
+	live := e.client(t, fairrw.WithLeaseTime(lease))
+	crashed := e.client(t, fairrw.WithLeaseTime(lease))
+	a, b := live.RWMutex(n), crashed.RWMutex(n)
+	ra := mustLock(t, a, fairrw.Read)
+	rb := mustLock(t, b, fairrw.Read)
+	// b's client dies without unlocking: its holds stay in the hash, but no
+	// one renews their lease keys.
+	if err := crashed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * lease)
+	e.w.wantHash(n, map[string]string{"mode": "read", a.Owner(): "1", b.Owner(): "1"})
+	e.w.wantPTTL(compat.LeaseKey(n, a.Owner(), 1), lease, lease/2+200*time.Millisecond)
+	e.w.wantMissing(compat.LeaseKey(n, b.Owner(), 1))
+	if rb.Err() == nil {
+		t.Fatal("the closed client's lease is not reported lost")
+	}
+
+	// A writer waits for the live reader only: its unlock finds the crashed
+	// reader's hold expired and frees the lock.
+	writer := live.RWMutex(n)
+	waiting := make(chan error, 1)
+	go func() {
+		l, err := writer.Lock(testCtx(t))
+		if err == nil {
+			err = l.Unlock(testCtx(t))
+		}
+		waiting <- err
+	}()
+	select {
+	case err := <-waiting:
+		t.Fatalf("writer got in beside a live reader: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	mustUnlock(t, ra)
+	select {
+	case err := <-waiting:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer stayed blocked by a crashed reader's expired hold")
+	}
+}
+
+// TestRenewalOfManyLeases: one Client keeps 250 leases on distinct names
+// alive through several lease times (the renewer batches them by slot, at
+// most 100 a script call, in one round trip).
+func TestRenewalOfManyLeases(t *testing.T) {
+	e := newWireEnv(t)
+	const lease = 900 * time.Millisecond
+	c := e.client(t, fairrw.WithLeaseTime(lease))
+	var leases []*fairrw.Lease
+	for i := range 250 {
+		mode := fairrw.Write
+		if i%2 == 0 {
+			mode = fairrw.Read
+		}
+		leases = append(leases, mustLock(t, c.RWMutex(fmt.Sprintf("wire:many:%d", i)), mode))
+	}
+	time.Sleep(3 * lease)
+	for _, l := range leases {
+		select {
+		case <-l.Done():
+			t.Fatalf("%s lost: %v", l.Name(), l.Err())
+		default:
+		}
+		e.w.wantPTTL(l.Name(), lease, lease/2+200*time.Millisecond)
+	}
+	for _, l := range leases {
+		mustUnlock(t, l)
+	}
+}

@@ -1,0 +1,36 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+var policies = []fairrw.Policy{fairrw.Redisson()}
+
+// TestBehaviour runs the behavioural suite for every policy over every
+// transport on a real redis-server.
+func TestBehaviour(t *testing.T) {
+	r := redistest.Start(t)
+	for _, p := range policies {
+		for _, tr := range transports {
+			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
+				locktest.Run(t, newEnv(t, r, tr, p))
+			})
+		}
+	}
+}
+
+// TestBehaviourInContainer runs the suite once against Redis in a container
+// started by testcontainers-go, so that path is exercised wherever a Docker
+// engine answers (CI sets FAIRRW_REQUIRE_DOCKER=1 there).
+func TestBehaviourInContainer(t *testing.T) {
+	r := redistest.StartContainer(t)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			locktest.Run(t, newEnv(t, r, transports[0], p))
+		})
+	}
+}

@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// TestLeaseLostWhileRedisUnreachable: when no renewal can be confirmed (the
+// server is frozen), every lease ends with ErrLeaseLost by its local
+// deadline, without any answer from Redis.
+func TestLeaseLostWhileRedisUnreachable(t *testing.T) {
+	r := redistest.StartProcess(t)
+	const lease = 600 * time.Millisecond
+	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(lease))
+	w := mustLock(t, c.RWMutex("unreachable:w"), fairrw.Write)
+	rd := mustLock(t, c.RWMutex("unreachable:r"), fairrw.Read, fairrw.WithLease(time.Hour))
+	r.Pause(t)
+	defer r.Resume(t)
+	select {
+	case <-w.Done():
+		if !errors.Is(w.Err(), fairrw.ErrLeaseLost) {
+			t.Fatalf("Err = %v, want ErrLeaseLost", w.Err())
+		}
+		if late := time.Since(w.Deadline()); late > 500*time.Millisecond {
+			t.Fatalf("lease reported lost %v after its deadline", late)
+		}
+	case <-time.After(10 * lease):
+		t.Fatal("lease still alive with Redis frozen")
+	}
+	// An explicit lease has nothing to confirm: it stays valid to its end.
+	select {
+	case <-rd.Done():
+		t.Fatalf("hour-long lease ended: %v", rd.Err())
+	default:
+	}
+	r.Resume(t)
+}
+
+// TestRestartWithoutPersistence: a restart that loses the data (SHUTDOWN
+// NOSAVE) is reported to holders by the next renewal, and new acquires work
+// at once (the script cache is reloaded on NOSCRIPT).
+func TestRestartWithoutPersistence(t *testing.T) {
+	r := redistest.StartProcess(t)
+	const lease = 600 * time.Millisecond
+	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(lease))
+	w := mustLock(t, c.RWMutex("restart:w"), fairrw.Write)
+	r.Restart(t)
+	select {
+	case <-w.Done():
+		if !errors.Is(w.Err(), fairrw.ErrLeaseLost) {
+			t.Fatalf("Err = %v, want ErrLeaseLost", w.Err())
+		}
+	case <-time.After(10 * lease):
+		t.Fatal("holder not told that the restart lost its lock")
+	}
+	mustUnlock(t, mustLock(t, c.RWMutex("restart:w"), fairrw.Write))
+}

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// wire looks at Redis as Java Redisson would see it.
+type wire struct {
+	t   testing.TB
+	raw rueidis.Client
+}
+
+func (w wire) hash(key string) map[string]string {
+	w.t.Helper()
+	m, err := w.raw.Do(testCtx(w.t), w.raw.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		w.t.Fatalf("HGETALL %s: %v", key, err)
+	}
+	return m
+}
+
+func (w wire) pttl(key string) time.Duration {
+	w.t.Helper()
+	n, err := w.raw.Do(testCtx(w.t), w.raw.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		w.t.Fatalf("PTTL %s: %v", key, err)
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+func (w wire) get(key string) (string, bool) {
+	w.t.Helper()
+	v, err := w.raw.Do(testCtx(w.t), w.raw.B().Get().Key(key).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", false
+	}
+	if err != nil {
+		w.t.Fatalf("GET %s: %v", key, err)
+	}
+	return v, true
+}
+
+// wantHash checks the lock hash field by field, nothing more, nothing less.
+func (w wire) wantHash(key string, want map[string]string) {
+	w.t.Helper()
+	got := w.hash(key)
+	if len(got) != len(want) {
+		w.t.Fatalf("HGETALL %s = %v, want %v", key, got, want)
+	}
+	for f, v := range want {
+		if got[f] != v {
+			w.t.Fatalf("HGETALL %s = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// wantPTTL checks a key's PTTL lies in (want-slack, want].
+func (w wire) wantPTTL(key string, want, slack time.Duration) {
+	w.t.Helper()
+	got := w.pttl(key)
+	if got > want || got <= want-slack {
+		w.t.Fatalf("PTTL %s = %v, want within (%v, %v]", key, got, want-slack, want)
+	}
+}
+
+func (w wire) wantMissing(keys ...string) {
+	w.t.Helper()
+	for _, k := range keys {
+		n, err := w.raw.Do(testCtx(w.t), w.raw.B().Exists().Key(k).Build()).AsInt64()
+		if err != nil || n != 0 {
+			w.t.Fatalf("key %s exists (%d, %v), want it gone", k, n, err)
+		}
+	}
+}
+
+// eventuallyNoneLike waits until no key contains part (latches are deleted
+// in the background right after an unlock answers).
+func (w wire) eventuallyNoneLike(part string) {
+	w.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys, err := w.raw.Do(testCtx(w.t), w.raw.B().Keys().Pattern("*").Build()).AsStrSlice()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var left []string
+		for _, k := range keys {
+			if strings.Contains(k, part) {
+				left = append(left, k)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("keys left: %v", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// channel records the messages published on one channel, as a Java
+// subscriber would receive them.
+type channel struct {
+	t    testing.TB
+	msgs chan string
+}
+
+func listen(t testing.TB, raw rueidis.Client, name string) *channel {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	c := &channel{t: t, msgs: make(chan string, 64)}
+	done := make(chan struct{})
+	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "subscribe" {
+			select {
+			case <-ready:
+			default:
+				close(ready)
+			}
+		}
+	})
+	go func() {
+		defer close(done)
+		_ = raw.Receive(hooked, raw.B().Subscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
+			c.msgs <- m.Message
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("subscribe %s: no confirmation", name)
+	}
+	return c
+}
+
+// want checks that the next message is msg.
+func (c *channel) want(msg string) {
+	c.t.Helper()
+	select {
+	case got := <-c.msgs:
+		if got != msg {
+			c.t.Fatalf("message %q, want %q", got, msg)
+		}
+	case <-time.After(5 * time.Second):
+		c.t.Fatalf("no message, want %q", msg)
+	}
+}
+
+// none checks that nothing was published (up to now, and a little after).
+func (c *channel) none() {
+	c.t.Helper()
+	select {
+	case got := <-c.msgs:
+		c.t.Fatalf("unexpected message %q", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -1,0 +1,77 @@
+// Package redistest provides Redis servers for tests: a real redis-server
+// process, an address from the environment, a testcontainers-go container, or
+// an in-process miniredis.
+//
+// It is imported by _test.go files only. Functions take a testing.TB and tie
+// every resource they create to it with Cleanup: processes are killed and
+// waited for, containers removed and clients closed, so callers running
+// go.uber.org/goleak see no leftover goroutines.
+//
+// Environment:
+//
+//	FAIRRW_REDIS_ADDR      use this host:port instead of starting a server (Start only)
+//	FAIRRW_REQUIRE_REDIS=1 fail, instead of skip, when no Redis can be provided
+//	FAIRRW_REDIS_IMAGE     image for StartContainer (default fairrw/redis:local,
+//	                       built by .ci/redis-image.sh; images are never pulled)
+//	FAIRRW_REQUIRE_DOCKER=1 fail, instead of skip, when StartContainer finds no Docker engine
+package redistest
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// Kinds of Redis.
+const (
+	KindProcess   = "process"   // redis-server started by this package
+	KindEnv       = "env"       // FAIRRW_REDIS_ADDR
+	KindContainer = "container" // testcontainers-go
+)
+
+// Environment variables read by this package.
+const (
+	EnvAddr          = "FAIRRW_REDIS_ADDR"
+	EnvRequireRedis  = "FAIRRW_REQUIRE_REDIS"
+	EnvImage         = "FAIRRW_REDIS_IMAGE"
+	EnvRequireDocker = "FAIRRW_REQUIRE_DOCKER"
+
+	// DefaultImage is the image StartContainer uses when FAIRRW_REDIS_IMAGE
+	// is not set.
+	DefaultImage = "fairrw/redis:local"
+)
+
+// Redis is a running Redis that a test can use.
+type Redis struct {
+	Addr string // host:port
+	Kind string // "process", "env", "container"
+
+	// Kind "process".
+	mu      sync.Mutex
+	bin     string   // redis-server executable
+	args    []string // complete argument list (including --port)
+	dir     string   // working directory (--dir)
+	logPath string   // stdout+stderr of every run, appended
+	proc    *process // nil while stopped
+	paused  bool
+
+	// Kind "container".
+	ctr testcontainers.Container
+}
+
+// requireRedis reports whether FAIRRW_REQUIRE_REDIS=1.
+func requireRedis() bool { return os.Getenv(EnvRequireRedis) == "1" }
+
+// requireDocker reports whether FAIRRW_REQUIRE_DOCKER=1.
+func requireDocker() bool { return os.Getenv(EnvRequireDocker) == "1" }
+
+// unavailable skips the test, or fails it when required is set.
+func unavailable(tb testing.TB, required bool, envName, format string, args ...any) {
+	tb.Helper()
+	if required {
+		tb.Fatalf("redistest: "+format+" (%s=1, so this is an error instead of a skip)", append(args, envName)...)
+	}
+	tb.Skipf("redistest: "+format+" (set %s=1 to make this an error)", append(args, envName)...)
+}
