@@ -54,9 +54,7 @@ func newLease(m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Leas
 		done:     make(chan struct{}),
 		deadline: got.sent.Add(cfg.lease),
 	}
-	if mode == Read {
-		m.reads.Add(1)
-	}
+	m.count(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
@@ -139,9 +137,7 @@ func (l *Lease) end(err error) bool {
 	l.timer.Stop()
 	close(l.done)
 	l.mu.Unlock()
-	if l.mode == Read {
-		l.m.reads.Add(-1)
-	}
+	l.m.count(l.mode, -1)
 	l.m.c.renewer.remove(l)
 	return true
 }

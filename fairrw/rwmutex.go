@@ -28,6 +28,7 @@ type RWMutex struct {
 	ownerID uint64
 	owner   string       // "<client UUID>:<owner id>"
 	reads   atomic.Int64 // read leases this handle holds, for the upgrade check
+	writes  atomic.Int64 // write leases this handle holds
 }
 
 // Name returns the lock name.
@@ -126,7 +127,9 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	if !cfg.explicit {
 		cfg.lease = m.c.leaseTime
 	}
-	if mode == Write && m.reads.Load() > 0 {
+	// A reader asking for the write would wait for itself forever. An owner
+	// that holds the write (and maybe reads under it) may take it again.
+	if mode == Write && m.reads.Load() > 0 && m.writes.Load() == 0 {
 		return cfg, fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.keys.name)
 	}
 	return cfg, nil
@@ -189,5 +192,14 @@ func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 		return time.Millisecond
 	default:
 		return pttl
+	}
+}
+
+// count tracks the leases this handle holds, by mode.
+func (m *RWMutex) count(mode Mode, delta int64) {
+	if mode == Read {
+		m.reads.Add(delta)
+	} else {
+		m.writes.Add(delta)
 	}
 }

@@ -8,6 +8,9 @@
 --
 -- Returns 1 when the lock was in that mode and was deleted, 0 otherwise.
 -- Lease keys of read holds are left to expire, as Java does.
+--
+-- Invariant: a lock in the other mode is never touched, so a read
+-- force-unlock cannot free a writer's lock (nor the reverse).
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
   redis.call('del', KEYS[1])
   redis.call(ARGV[3], KEYS[2], ARGV[2])

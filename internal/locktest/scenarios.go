@@ -80,6 +80,14 @@ func Downgrade(t *testing.T, env Env) {
 	unlock(t, granted(t, other, fairrw.Read))
 	unlock(t, r)
 	unlock(t, granted(t, other, fairrw.Write))
+
+	// An owner holding the write and a read under it may take the write again.
+	w1 := lock(t, m, fairrw.Write)
+	r1 := lock(t, m, fairrw.Read)
+	w2 := granted(t, m, fairrw.Write)
+	for _, l := range []*fairrw.Lease{w2, r1, w1} {
+		unlock(t, l)
+	}
 	eventuallyNoKeys(t, env, name(t))
 }
 

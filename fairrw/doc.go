@@ -1,0 +1,51 @@
+// Package fairrw provides distributed read-write locks on Redis, for Go
+// services that must coordinate across processes and hosts.
+//
+// Many owners may hold a lock's read together; one owner holds its write
+// alone. A lock survives the crash of its holder through leases: a hold lasts
+// a lease time (30s by default) and the Client's watchdog renews every hold
+// it has, in one batched round trip, every third of it. A holder learns at
+// once when its lease is lost: Lease.Done closes and Lease.Err wraps
+// ErrLeaseLost, also while Redis is unreachable.
+//
+//	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}))
+//	if err != nil { ... }
+//	defer c.Close()
+//	m := c.RWMutex("orders:42") // a handle is one owner
+//	l, err := m.Lock(ctx)       // waits until granted or ctx is done
+//	if err != nil { ... }
+//	defer l.Unlock(ctx)
+//	select {
+//	case <-l.Done(): // lost: stop working on what the lock guards
+//	default:
+//	}
+//
+// # Policies
+//
+// Which waiter a lock admits next is its Policy, chosen per Client with
+// WithPolicy. Redisson() is wire-compatible with Java Redisson's
+// RReadWriteLock (the same keys, fields, channel and messages), so Go and
+// Java services can share one lock; it prefers readers, so writers can
+// starve under overlapping readers.
+//
+// # Waiting
+//
+// Waiters never poll. A waiter sleeps until the lock's release message on
+// pub/sub (one subscription per Client and lock name, shared by all its
+// waiters), a client-side-caching invalidation of the lock key (when the
+// Client built its own connection with tracking), or at the latest the PTTL
+// that its failed attempt returned, since Redis sends nothing when a lock
+// expires. Wake-ups are targeted: a release wakes one waiting writer, or all
+// waiting readers, not every waiter.
+//
+// # Safety
+//
+// Every acquire attempt carries an id and every unlock a request id, so a
+// retry after a lost reply never counts a hold twice or releases one twice.
+// Unlock runs detached from the caller's cancellation, and a Lock whose ctx
+// ends gives back anything its last attempt may have been granted. Leases
+// are a best effort bound on how long a holder keeps a lock: a holder that
+// pauses longer than its lease, or a Redis that loses data in a restart or a
+// failover, can let two holders overlap; guard what the lock protects
+// accordingly.
+package fairrw

@@ -1,0 +1,48 @@
+package fairrw_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+func TestNewValidatesOptions(t *testing.T) {
+	addr := rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}}
+	tests := []struct {
+		name string
+		opts []fairrw.Option
+	}{
+		{"no client", nil},
+		{"nil option", []fairrw.Option{nil}},
+		{"both clients", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithClient(nil)}},
+		{"nil client", []fairrw.Option{fairrw.WithClient(nil)}},
+		{"no address", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{})}},
+		{"own invalidation hook", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{InitAddress: addr.InitAddress, OnInvalidations: func([]rueidis.RedisMessage) {}})}},
+		{"nil policy", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithPolicy(nil)}},
+		{"zero lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(0)}},
+		{"negative lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(-time.Second)}},
+		{"zero unlock timeout", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithUnlockTimeout(0)}},
+		{"unknown publish", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithPublishCommand("shout")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := fairrw.New(tt.opts...)
+			if !errors.Is(err, fairrw.ErrInvalidOption) {
+				if c != nil {
+					_ = c.Close()
+				}
+				t.Fatalf("New: %v, want ErrInvalidOption", err)
+			}
+		})
+	}
+}
+
+func TestModeString(t *testing.T) {
+	if fairrw.Read.String() != "read" || fairrw.Write.String() != "write" || fairrw.Mode(0).String() != "invalid" {
+		t.Fatal("Mode.String")
+	}
+}

@@ -1,0 +1,95 @@
+package fairrw
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/internal/slot"
+)
+
+// TestRenewBatches: holds are grouped by cluster slot, at most maxRenewBatch
+// to a script call, and each call's keys share one slot.
+func TestRenewBatches(t *testing.T) {
+	c := &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second}
+	r := &renewer{c: c}
+	var holds []*renewHold
+	// 250 holds on one slot (a shared hash tag), and 30 on names of their own.
+	for i := range 250 {
+		holds = append(holds, testHold(t, fmt.Sprintf("{tenant}:lock:%d", i), Write))
+	}
+	for i := range 30 {
+		holds = append(holds, testHold(t, fmt.Sprintf("lock:%d", i), Read))
+	}
+	calls, batches := r.batches(holds)
+	if len(calls) != len(batches) {
+		t.Fatalf("%d calls, %d batches", len(calls), len(batches))
+	}
+	total := 0
+	for i, call := range calls {
+		if n := len(call.Keys); n == 0 || n > maxRenewBatch {
+			t.Fatalf("call %d has %d keys", i, n)
+		}
+		if len(call.Args) != 1+3*len(call.Keys) || call.Args[0] != "30000" {
+			t.Fatalf("call %d args %v", i, call.Args[:4])
+		}
+		want := slot.Of(call.Keys[0])
+		for _, k := range call.Keys {
+			if slot.Of(k) != want {
+				t.Fatalf("call %d mixes slots: %s", i, k)
+			}
+		}
+		total += len(call.Keys)
+	}
+	if total != len(holds) {
+		t.Fatalf("%d holds renewed, want %d", total, len(holds))
+	}
+	tenant := 0
+	for _, call := range calls {
+		if slot.Of(call.Keys[0]) == slot.Of("{tenant}") {
+			tenant++
+		}
+	}
+	if tenant != 3 {
+		t.Fatalf("250 holds of one slot took %d calls, want 3", tenant)
+	}
+}
+
+func testHold(t *testing.T, name string, mode Mode) *renewHold {
+	keys, err := redissonPolicy{}.keys(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &renewHold{m: &RWMutex{keys: keys, owner: "client:1"}, mode: mode}
+}
+
+func TestMajorVersion(t *testing.T) {
+	for info, want := range map[string]int{
+		"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n": 7,
+		"redis_version:6.2.1\n": 6,
+		"nothing":               0,
+	} {
+		if got := majorVersion(info); got != want {
+			t.Errorf("majorVersion(%q) = %d, want %d", info, got, want)
+		}
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		if len(id) != 32 {
+			t.Fatalf("id %q has %d digits, want 32", id, len(id))
+		}
+		for _, ch := range id {
+			if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f') {
+				t.Fatalf("id %q is not lower-case hex", id)
+			}
+		}
+		if seen[id] {
+			t.Fatalf("id %q repeated", id)
+		}
+		seen[id] = true
+	}
+}
