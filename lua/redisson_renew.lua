@@ -1,6 +1,6 @@
 -- Renew many holds of one client in one call (the watchdog's batch).
 --
--- KEYS[1..n] the lock hash of each entry i (all keys of one call share a slot)
+-- KEYS[1] .. KEYS[n] the lock hash of entry i (all keys of one call share a slot)
 -- ARGV[1]   lease in milliseconds
 -- ARGV[3i-1] entry i's kind: "w" for a write hold, "r" for read holds
 -- ARGV[3i]   entry i's hash field: "<client>:<owner>:write" or "<client>:<owner>"
