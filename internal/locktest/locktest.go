@@ -45,6 +45,8 @@ func Run(t *testing.T, env Env) {
 		{"WriterWaitsForWriter", WriterWaitsForWriter},
 		{"ReadersWakeTogether", ReadersWakeTogether},
 		{"CancelledWaitLeavesNothing", CancelledWaitLeavesNothing},
+		{"CancelStormLeavesNothing", CancelStormLeavesNothing},
+		{"UnlockIgnoresCancelledContext", UnlockIgnoresCancelledContext},
 		{"ExplicitLeaseExpires", ExplicitLeaseExpires},
 		{"WatchdogKeepsLeaseAlive", WatchdogKeepsLeaseAlive},
 		{"LostLeaseIsReported", LostLeaseIsReported},
