@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -36,13 +37,7 @@ func (e wireEnv) client(t *testing.T, opts ...fairrw.Option) *fairrw.Client {
 
 func mustLock(t *testing.T, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
 	t.Helper()
-	var l *fairrw.Lease
-	var err error
-	if mode == fairrw.Read {
-		l, err = m.RLock(testCtx(t), opts...)
-	} else {
-		l, err = m.Lock(testCtx(t), opts...)
-	}
+	l, err := locktest.Acquire(testCtx(t), m, mode, true, opts...)
 	if err != nil {
 		t.Fatalf("%s %s: %v", mode, m.Name(), err)
 	}

@@ -26,14 +26,11 @@ func CancelStormLeavesNothing(t *testing.T, env Env) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%8)*150*time.Microsecond)
 			defer cancel()
-			m := c.RWMutex(name(t))
-			var l *fairrw.Lease
-			var err error
+			mode := fairrw.Write
 			if i%3 == 0 {
-				l, err = m.RLock(cctx)
-			} else {
-				l, err = m.Lock(cctx)
+				mode = fairrw.Read
 			}
+			l, err := Acquire(cctx, c.RWMutex(name(t)), mode, true)
 			switch {
 			case err == nil:
 				mu.Lock()

@@ -10,15 +10,24 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 )
 
+// Acquire calls the acquire of mode on m: Lock or RLock when wait is set,
+// TryLock or TryRLock otherwise.
+func Acquire(c context.Context, m *fairrw.RWMutex, mode fairrw.Mode, wait bool, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
+	switch {
+	case mode == fairrw.Read && wait:
+		return m.RLock(c, opts...)
+	case mode == fairrw.Read:
+		return m.TryRLock(c, opts...)
+	case wait:
+		return m.Lock(c, opts...)
+	default:
+		return m.TryLock(c, opts...)
+	}
+}
+
 func lock(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
 	t.Helper()
-	var l *fairrw.Lease
-	var err error
-	if mode == fairrw.Read {
-		l, err = m.RLock(ctx(t), opts...)
-	} else {
-		l, err = m.Lock(ctx(t), opts...)
-	}
+	l, err := Acquire(ctx(t), m, mode, true, opts...)
 	if err != nil {
 		t.Fatalf("%s %s: %v", mode, m.Name(), err)
 	}
@@ -35,13 +44,7 @@ func unlock(t testing.TB, l *fairrw.Lease) {
 // refused checks that a try of mode on m is refused with ErrNotAcquired.
 func refused(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) {
 	t.Helper()
-	var l *fairrw.Lease
-	var err error
-	if mode == fairrw.Read {
-		l, err = m.TryRLock(ctx(t))
-	} else {
-		l, err = m.TryLock(ctx(t))
-	}
+	l, err := Acquire(ctx(t), m, mode, false)
 	if !errors.Is(err, fairrw.ErrNotAcquired) {
 		if l != nil {
 			_ = l.Unlock(ctx(t))
@@ -53,13 +56,7 @@ func refused(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) {
 // granted checks that a try of mode on m succeeds, and returns the lease.
 func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
 	t.Helper()
-	var l *fairrw.Lease
-	var err error
-	if mode == fairrw.Read {
-		l, err = m.TryRLock(ctx(t))
-	} else {
-		l, err = m.TryLock(ctx(t))
-	}
+	l, err := Acquire(ctx(t), m, mode, false)
 	if err != nil {
 		t.Fatalf("Try %s on %s: %v", mode, m.Name(), err)
 	}
@@ -146,11 +143,7 @@ func acquireAsync(c context.Context, m *fairrw.RWMutex, mode fairrw.Mode, opts .
 	ch := make(chan result, 1)
 	go func() {
 		var r result
-		if mode == fairrw.Read {
-			r.lease, r.err = m.RLock(c, opts...)
-		} else {
-			r.lease, r.err = m.Lock(c, opts...)
-		}
+		r.lease, r.err = Acquire(c, m, mode, true, opts...)
 		ch <- r
 	}()
 	return ch

@@ -179,10 +179,7 @@ func CancelledWaitLeavesNothing(t *testing.T, env Env) {
 	held := lock(t, c.RWMutex(name(t)), fairrw.Write)
 	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
 		cctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-		l, err := c.RWMutex(name(t)).Lock(cctx)
-		if mode == fairrw.Read {
-			l, err = c.RWMutex(name(t)).RLock(cctx)
-		}
+		l, err := Acquire(cctx, c.RWMutex(name(t)), mode, true)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) || l != nil {
 			t.Fatalf("%s with expiring ctx: %v, %v; want DeadlineExceeded", mode, l, err)
