@@ -24,7 +24,10 @@ const (
 // whose outcome is unknown (a lost reply, a broken connection) is retried
 // with the same attempt id, which the scripts make idempotent. When ctx ends
 // first, the attempt is settled so that nothing stays behind in Redis.
-func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig) (attemptResult, error) {
+//
+// A waiter's attempt (tracked) also arms client tracking on the lock key, in
+// the same round trip, so that the next change to it wakes the waiter.
+func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, tracked bool) (attemptResult, error) {
 	req := acquireRequest{
 		mode:    mode,
 		owner:   m.owner,
@@ -33,6 +36,7 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig) (at
 		// A granted attempt's latch only has to outlive retries of that
 		// attempt, and must not outlive a short hold by much.
 		latchTTL: min(cfg.lease, m.c.unlockTimeout),
+		tracked:  tracked && m.c.tracking,
 	}
 	got := attemptResult{attempt: req.attempt, sent: time.Now()}
 	backoff := minRetryBackoff

@@ -30,6 +30,7 @@ type Client struct {
 	renewInterval time.Duration
 	unlockTimeout time.Duration
 	publish       string
+	tracking      bool // invalidations of lock keys reach c.waits
 	owners        atomic.Uint64
 
 	mu      sync.Mutex
@@ -72,10 +73,11 @@ func New(opts ...Option) (*Client, error) {
 	} else {
 		opt := *cfg.clientOption
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
-			// OPTOUT tracks every key our scripts read, so a change to (or
-			// the expiry of) a lock key reaches its waiters as an invalidation.
-			opt.ClientTrackingOptions = []string{"OPTOUT"}
+			// rueidis's default OPTIN tracking follows only the keys read by
+			// DoCache: waiters arm it on the lock key (see arm), so that an
+			// uncontended lock pays nothing for tracking.
 			opt.OnInvalidations = c.waits.onInvalidations
+			c.tracking = true
 		}
 		rdb, err := rueidis.NewClient(opt)
 		if err != nil {

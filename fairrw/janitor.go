@@ -58,10 +58,23 @@ func (j *janitor) run() {
 	}
 }
 
+// delete removes a batch with as few commands as the deployment allows:
+// one multi-key DEL on a single node, one DEL per slot on a cluster (a
+// cross-slot DEL would be refused, and the rueidis cluster client panics on
+// building one).
 func (j *janitor) delete(keys []string) {
-	cmds := make(rueidis.Commands, len(keys))
-	for i, k := range keys {
-		cmds[i] = j.rdb.B().Del().Key(k).Build()
+	var cmds rueidis.Commands
+	if j.rdb.Mode() == rueidis.ClientModeCluster {
+		bySlot := make(map[uint16][]string)
+		for _, k := range keys {
+			s := slotOf(k)
+			bySlot[s] = append(bySlot[s], k)
+		}
+		for _, group := range bySlot {
+			cmds = append(cmds, j.rdb.B().Del().Key(group...).Build())
+		}
+	} else {
+		cmds = append(cmds, j.rdb.B().Del().Key(keys...).Build())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

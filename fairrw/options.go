@@ -73,9 +73,10 @@ func WithClient(c rueidis.Client) Option {
 }
 
 // WithClientOption makes the Client build its own rueidis client from opt,
-// which it closes on Close. Unless opt.DisableCache is set, fairrw turns on
-// client tracking (OPTOUT) and installs an invalidation hook, so that
-// waiters are also woken when the lock key changes or expires.
+// which it closes on Close. Unless opt.DisableCache or opt.AlwaysRESP2 is
+// set, fairrw installs an invalidation hook and has waiters track the lock
+// key (rueidis's default OPTIN client tracking), so that they are also woken
+// when the lock key changes or expires.
 // opt.OnInvalidations and opt.ClientTrackingOptions must be unset.
 func WithClientOption(opt rueidis.ClientOption) Option {
 	return optionFunc(func(cfg *config) error {

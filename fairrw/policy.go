@@ -50,6 +50,7 @@ type acquireRequest struct {
 	attempt  string // attempt id: a retry of the same id is a no-op
 	lease    time.Duration
 	latchTTL time.Duration
+	tracked  bool // arm client tracking on the lock key with this attempt
 }
 
 type acquireReply struct {

@@ -43,17 +43,16 @@ func (redissonPolicy) keys(name string) (lockKeys, error) {
 
 func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
 	latch := compat.AttemptLatch(k.name, r.attempt)
-	var res rueidis.RedisResult
+	s, keys, args := redissonWriteAcquire, []string{k.name, latch}, []string{millis(r.lease), compat.WriteField(r.owner), millis(r.latchTTL)}
 	if r.mode == Read {
-		res = redissonReadAcquire.Exec(ctx, rdb,
-			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch},
-			[]string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), millis(r.latchTTL)})
-	} else {
-		res = redissonWriteAcquire.Exec(ctx, rdb,
-			[]string{k.name, latch},
-			[]string{millis(r.lease), compat.WriteField(r.owner), millis(r.latchTTL)})
+		s = redissonReadAcquire
+		keys = []string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch}
+		args = []string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), millis(r.latchTTL)}
 	}
-	return parseAcquire(res)
+	if r.tracked {
+		return parseAcquire(s.ExecTracked(ctx, rdb, keys, args))
+	}
+	return parseAcquire(s.Exec(ctx, rdb, keys, args))
 }
 
 // parseAcquire reads Redisson's acquire convention: nil = granted, an integer

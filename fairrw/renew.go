@@ -24,12 +24,14 @@ type renewer struct {
 	c      *Client
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	stop   chan struct{}
+	ctx    context.Context // ends with close: a round in flight is abandoned
+	stop   context.CancelFunc
 	done   chan struct{}
 }
 
 func newRenewer(c *Client) *renewer {
-	r := &renewer{c: c, leases: make(map[*Lease]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &renewer{c: c, leases: make(map[*Lease]struct{}), ctx: ctx, stop: stop, done: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -46,8 +48,10 @@ func (r *renewer) remove(l *Lease) {
 	r.mu.Unlock()
 }
 
-// run renews every renewInterval, and sooner after a failed round: a lease
-// must be confirmed before its deadline, and a round can fail for a moment.
+// run starts a round every renewInterval (counted from the start of the
+// previous one, so a long round does not stretch the period), and sooner
+// after a failed round: a lease must be confirmed before its deadline, and a
+// round can fail for a moment.
 func (r *renewer) run() {
 	defer close(r.done)
 	retry := min(r.c.renewInterval, time.Second)
@@ -55,15 +59,17 @@ func (r *renewer) run() {
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
+		case <-r.ctx.Done():
 			return
 		case <-t.C:
 		}
-		next := r.c.renewInterval
-		if err := r.round(); err != nil {
-			next = retry
+		start := time.Now()
+		err := r.round()
+		next := r.c.renewInterval - time.Since(start)
+		if err != nil {
+			next = min(next, retry)
 		}
-		t.Reset(next)
+		t.Reset(max(next, 0))
 	}
 }
 
@@ -89,7 +95,9 @@ func (r *renewer) round() error {
 	}
 	sent := time.Now()
 	calls, batches := r.batches(holds)
-	ctx, cancel := context.WithTimeout(context.Background(), r.c.renewInterval)
+	// A round may take as long as a lease lasts: until then its answers can
+	// still keep leases alive, and past it they are lost anyway.
+	ctx, cancel := context.WithTimeout(r.ctx, r.c.leaseTime)
 	defer cancel()
 	results := r.c.policy.renewScript().ExecBatch(ctx, r.c.rdb, calls)
 	var failed error
@@ -173,7 +181,7 @@ func (h *renewHold) lose(err error) {
 // close stops the watchdog and ends every lease still held: nothing will
 // renew them any more, so their holders must not rely on them.
 func (r *renewer) close() {
-	close(r.stop)
+	r.stop()
 	<-r.done
 	r.mu.Lock()
 	leases := make([]*Lease, 0, len(r.leases))

@@ -99,7 +99,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	}
 	defer m.c.leave()
 
-	first, err := m.attempt(ctx, mode, cfg)
+	first, err := m.attempt(ctx, mode, cfg, false)
 	if err != nil || first.reply.granted {
 		return m.finish(ctx, mode, cfg, first, err)
 	}
@@ -159,7 +159,7 @@ func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound 
 		return attemptResult{}, m.waitError(err)
 	}
 	for {
-		got, err := m.attempt(ctx, mode, cfg)
+		got, err := m.attempt(ctx, mode, cfg, true)
 		if err != nil {
 			return attemptResult{}, err
 		}

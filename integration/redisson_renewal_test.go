@@ -60,7 +60,7 @@ func TestRedissonRenewal(t *testing.T) {
 	}
 }
 
-// TestRenewalOfManyLeases: one Client keeps 250 leases on distinct names
+// TestRenewalOfManyLeases: one Client keeps 1000 leases on distinct names
 // alive through several lease times (the renewer batches them by slot, at
 // most 100 a script call, in one round trip).
 func TestRenewalOfManyLeases(t *testing.T) {
@@ -68,7 +68,7 @@ func TestRenewalOfManyLeases(t *testing.T) {
 	const lease = 900 * time.Millisecond
 	c := e.client(t, fairrw.WithLeaseTime(lease))
 	var leases []*fairrw.Lease
-	for i := range 250 {
+	for i := range 1000 {
 		mode := fairrw.Write
 		if i%2 == 0 {
 			mode = fairrw.Read

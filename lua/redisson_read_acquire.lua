@@ -26,8 +26,8 @@ end
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+  -- One HSET of both fields writes what Java's two HSETs write, in order.
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], 'granted', 'px', ARGV[4])

@@ -32,15 +32,25 @@ else
   redis.call('del', KEYS[6])
 end
 
-local mode = redis.call('hget', KEYS[1], 'mode')
+local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
+local mode, holds = state[1], tonumber(state[2])
 if mode == false then
   redis.call(ARGV[3], KEYS[2], ARGV[1])
   redis.call('set', KEYS[5], 1, 'px', ARGV[4])
   return nil
 end
 
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+if holds == nil then
   return nil
+end
+
+-- Fast path: the owner's last read, and no other field but "mode": the
+-- general path below would end in the same state.
+if holds <= 1 and redis.call('hlen', KEYS[1]) == 2 then
+  redis.call('del', KEYS[1], KEYS[3] .. ':1')
+  redis.call(ARGV[3], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+  return 1
 end
 
 local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1)

@@ -21,16 +21,17 @@ if latch then
   return nil
 end
 
-local mode = redis.call('hget', KEYS[1], 'mode')
+local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
+local mode, holds = state[1], state[2]
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'write')
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+  -- One HSET of both fields writes what Java's two HSETs write, in order.
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], 'granted', 'px', ARGV[3])
   return nil
 end
 
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if mode == 'write' and holds then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   local remaining = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], remaining + tonumber(ARGV[1]))

@@ -30,29 +30,32 @@ else
   redis.call('del', KEYS[4])
 end
 
-local mode = redis.call('hget', KEYS[1], 'mode')
+local state = redis.call('hmget', KEYS[1], 'mode', ARGV[3])
+local mode, holds = state[1], tonumber(state[2])
 if mode == false then
   redis.call(ARGV[4], KEYS[2], ARGV[1])
   redis.call('set', KEYS[3], 1, 'px', ARGV[5])
   return nil
 end
 
-if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if mode ~= 'write' or holds == nil then
   return nil
 end
 
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if holds > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end
 
-redis.call('hdel', KEYS[1], ARGV[3])
-if redis.call('hlen', KEYS[1]) == 1 then
+-- The last write hold goes: the hash has only "mode" and this field left
+-- unless the owner holds reads too.
+if redis.call('hlen', KEYS[1]) == 2 then
   redis.call('del', KEYS[1])
   redis.call(ARGV[4], KEYS[2], ARGV[1])
 else
+  redis.call('hdel', KEYS[1], ARGV[3])
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])

@@ -16,10 +16,11 @@ import (
 
 // Script is one embedded Lua script, wrapped once.
 type Script struct {
-	name string
-	src  string
-	sha  string
-	lua  *rueidis.Lua
+	name      string
+	src       string
+	sha       string
+	retryable bool
+	lua       *rueidis.Lua
 }
 
 // Call is one execution of a script in a batch.
@@ -35,7 +36,7 @@ type Call struct {
 func New(name string, retryable bool) *Script {
 	src := lua.Source(name)
 	sum := sha1.Sum([]byte(src))
-	s := &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+	s := &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), retryable: retryable}
 	if retryable {
 		s.lua = rueidis.NewLuaScriptRetryable(src)
 	} else {
@@ -86,4 +87,30 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 		results[missing[j]] = r
 	}
 	return results
+}
+
+// ExecTracked runs the script like Exec, right behind CLIENT CACHING YES on
+// the same connection, in one round trip. Under OPTIN client tracking the
+// keys the script reads are then tracked for this connection: a later change
+// to them (or their expiry) comes back as an invalidation. Sending both in
+// one DoMulti keeps them in order on one connection, so the tracking is in
+// place before the script reads, with no extra round trip.
+func (s *Script) ExecTracked(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	build := func(eval bool) rueidis.Completed {
+		var cmd rueidis.Completed
+		if eval {
+			cmd = c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		} else {
+			cmd = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		}
+		if s.retryable {
+			cmd = cmd.ToRetryable()
+		}
+		return cmd
+	}
+	res := c.DoMulti(ctx, c.B().ClientCaching().Yes().Build(), build(false))[1]
+	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
+		res = c.DoMulti(ctx, c.B().ClientCaching().Yes().Build(), build(true))[1]
+	}
+	return res
 }

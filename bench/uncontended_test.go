@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// uncontendedGoroutines is the concurrency of every Uncontended variant.
+const uncontendedGoroutines = 64
+
+// Trivial scripts for the baseline: one cycle is one EVALSHA of each.
+var (
+	baselineSet = rueidis.NewLuaScript("return redis.call('set', KEYS[1], ARGV[1])")
+	baselineDel = rueidis.NewLuaScript("return redis.call('del', KEYS[1])")
+)
+
+// BenchmarkUncontended: 64 goroutines, each on its own lock name, doing
+// lock+unlock cycles through one shared Client, next to the baseline of two
+// bare EVALSHA calls per cycle through a rueidis client built from the same
+// ClientOption. Compare cycles/s of lock=*/transport=* with
+// baseline=evalsha-pair of the same flushdelay.
+func BenchmarkUncontended(b *testing.B) {
+	e := newEnv(b)
+	for _, fd := range []struct {
+		name  string
+		delay time.Duration
+	}{
+		{"0", 0},
+		{"20us", 20 * time.Microsecond},
+	} {
+		b.Run("flushdelay="+fd.name, func(b *testing.B) {
+			b.Run("baseline=evalsha-pair", func(b *testing.B) {
+				benchBaselinePair(b, e, e.option(fd.delay, false))
+			})
+			for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+				for _, tr := range transports {
+					b.Run(fmt.Sprintf("lock=%s/transport=%s", mode, tr.name), func(b *testing.B) {
+						benchUncontended(b, e, e.option(fd.delay, tr.disableCache), mode)
+					})
+				}
+			}
+		})
+	}
+}
+
+func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption) {
+	e.checkLeftovers(b)
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(rdb.Close)
+	ctx := context.Background()
+	keys := make([][]string, uncontendedGoroutines)
+	args := []string{"1"}
+	cycle := func(g int) error {
+		if err := baselineSet.Exec(ctx, rdb, keys[g], args).Error(); err != nil {
+			return fmt.Errorf("set: %w", err)
+		}
+		if err := baselineDel.Exec(ctx, rdb, keys[g], nil).Error(); err != nil {
+			return fmt.Errorf("del: %w", err)
+		}
+		return nil
+	}
+	for g := range keys {
+		keys[g] = []string{e.name("baseline", g)}
+		if err := cycle(g); err != nil { // loads the scripts, opens the connections
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	server := e.sampleServer(b)
+	spread(b, uncontendedGoroutines, func(g int, next func() bool) error {
+		for next() {
+			if err := cycle(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.reportServer(b, server)
+	reportRate(b, "cycles/s")
+}
+
+func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, mode fairrw.Mode) {
+	e.checkLeftovers(b)
+	c := newClient(b, opt)
+	ctx := context.Background()
+	mus := make([]*fairrw.RWMutex, uncontendedGoroutines)
+	cycle := func(g int) error {
+		l, err := acquire(ctx, mus[g], mode)
+		if err != nil {
+			return err
+		}
+		if w := l.WokenBy(); w != "" {
+			return fmt.Errorf("%s: an uncontended acquire waited (woken by %q)", mus[g].Name(), w)
+		}
+		return l.Unlock(ctx)
+	}
+	for g := range mus {
+		mus[g] = c.RWMutex(e.name("uncontended", mode, g))
+		if err := cycle(g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	server := e.sampleServer(b)
+	spread(b, uncontendedGoroutines, func(g int, next func() bool) error {
+		for next() {
+			if err := cycle(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.reportServer(b, server)
+	reportRate(b, "cycles/s")
+}
