@@ -25,7 +25,8 @@
 // cycle through a rueidis client built from the same ClientOption. The
 // issue's target is fairrw cycles/s >= 60% of the baseline's cycles/s of the
 // same flushdelay in the same run. transport=tracking is fairrw's default
-// (CLIENT TRACKING OPTOUT); transport=no-tracking sets DisableCache.
+// (rueidis's OPTIN client tracking, armed only by waiting attempts);
+// transport=no-tracking sets DisableCache.
 //
 // Handoff: a holder Client and a waiter Client (separate connections, like
 // separate processes) on one name. Each op makes the waiter block in Lock
@@ -64,8 +65,8 @@
 // failed attempts) and tracked-keys/op (growth of the server's client
 // tracking table, tracking_total_keys: keys read under CLIENT TRACKING that
 // were never written since; they stay in the table, even after the client
-// disconnects, until written or evicted at tracking-table-max-keys). With FAIRRW_REDIS_ADDR, other users of that server are
-// counted too.
+// disconnects, until written or evicted at tracking-table-max-keys). With
+// FAIRRW_REDIS_ADDR, other users of that server are counted too.
 //
 // Benchmarks never assert speed. They fail only on errors (and a handoff
 // benchmark on a waiter that is not granted within 10s). Keys left behind

@@ -44,3 +44,44 @@ func TestInvalidationWakesReaders(t *testing.T) {
 	}
 	mustUnlock(t, r)
 }
+
+// TestPublishCommandOverride: WithPublishCommand(PublishSharded) makes
+// releases SPUBLISH and waiters SSUBSCRIBE, also on a single node, and the
+// waiter is still woken by the release's message.
+func TestPublishCommandOverride(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "wakeup:sharded"
+	tr := transports[1] // no tracking: only the message can wake the waiter
+	holder := newClient(t, e.r, tr, fairrw.WithPublishCommand(fairrw.PublishSharded))
+	waiter := newClient(t, e.r, tr, fairrw.WithPublishCommand(fairrw.PublishSharded))
+	w := mustLock(t, holder.RWMutex(n), fairrw.Write)
+	got := make(chan *fairrw.Lease, 1)
+	go func() {
+		l, err := waiter.RWMutex(n).Lock(testCtx(t))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter subscribes and sleeps
+	mustUnlock(t, w)
+	select {
+	case l := <-got:
+		if l == nil {
+			t.FailNow()
+		}
+		if l.WokenBy() != "pubsub" {
+			t.Errorf("woken by %q, want pubsub", l.WokenBy())
+		}
+		mustUnlock(t, l)
+	case <-time.After(15 * time.Second):
+		t.Fatal("waiter not woken by the sharded message")
+	}
+	stats, err := e.raw.Do(testCtx(t), e.raw.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commandCalls(stats, "spublish") == 0 || commandCalls(stats, "ssubscribe") == 0 {
+		t.Fatalf("no SPUBLISH/SSUBSCRIBE in commandstats")
+	}
+}
