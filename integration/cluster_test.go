@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -20,6 +21,9 @@ import (
 func startCluster(t *testing.T) []string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
+		if os.Getenv(redistest.EnvRequireRedis) == "1" {
+			t.Fatal("redis-cli not on PATH: install redis-tools")
+		}
 		t.Skip("redis-cli not on PATH") // .ci/run installs redis-tools with redis-server
 	}
 	var addrs []string
