@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/lua"
@@ -105,4 +107,32 @@ func waitSubscribers(t *testing.T, e wireEnv, channel string, n int64) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("%s never had %d subscribers", channel, n)
+}
+
+// TestUnlockByNonOwnerFails: another owner's unlock (Java's or a Go
+// handle's) answers nil, "not held", and changes nothing.
+func TestUnlockByNonOwnerFails(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "interop:non-owner"
+	m := e.client(t).RWMutex(n)
+	w := mustLock(t, m, fairrw.Write)
+	r := mustLock(t, m, fairrw.Read)
+	before := e.w.hash(n)
+	writeUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_unlock")).Numkeys(4).
+		Key(n, compat.Channel(n), compat.UnlockLatch(n, "11111111111111111111111111111111"), compat.AttemptLatch(n, "x")).
+		Arg(compat.ReadUnlockMessage, "30000", compat.WriteField(javaOwner), "publish", "5000", "del", "5000").Build())
+	readUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_unlock")).Numkeys(6).
+		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, javaOwner), compat.KeyPrefix(n), compat.UnlockLatch(n, "22222222222222222222222222222222"), compat.AttemptLatch(n, "y")).
+		Arg(compat.UnlockMessage, javaOwner, "publish", "5000", "del", "5000").Build())
+	for _, res := range []interface{ Error() error }{writeUnlock, readUnlock} {
+		if err := res.Error(); !rueidis.IsRedisNil(err) {
+			t.Fatalf("unlock by a non-owner: %v, want nil (not held)", err)
+		}
+	}
+	e.w.wantHash(n, before)
+	if _, err := e.client(t).RWMutex(n).TryRLock(testCtx(t)); err == nil {
+		t.Fatal("another owner read beside the write")
+	}
+	mustUnlock(t, r)
+	mustUnlock(t, w)
 }
