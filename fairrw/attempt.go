@@ -20,24 +20,33 @@ const (
 	maxRetryBackoff = 500 * time.Millisecond
 )
 
-// attempt runs one acquire attempt until its outcome is known. A failure
+// request describes an acquire of mode by this handle, but for its attempt id.
+func (m *RWMutex) request(mode Mode, cfg acquireConfig) acquireRequest {
+	return acquireRequest{
+		mode:  mode,
+		owner: m.owner,
+		lease: cfg.lease,
+		queue: m.c.leaseTime,
+		// A granted attempt's latch only has to outlive retries of that
+		// attempt, and must not outlive a short hold by much.
+		latchTTL: min(cfg.lease, m.c.unlockTimeout),
+		publish:  m.c.publish,
+	}
+}
+
+// attempt runs one acquire attempt until its outcome is known. With wait,
+// a refused attempt queues the caller where the policy keeps a queue. A failure
 // whose outcome is unknown (a lost reply, a broken connection) is retried
 // with the same attempt id, which the scripts make idempotent. When ctx ends
 // first, the attempt is settled so that nothing stays behind in Redis.
 //
 // A waiter's attempt (tracked) also arms client tracking on the lock key, in
 // the same round trip, so that the next change to it wakes the waiter.
-func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, tracked bool) (attemptResult, error) {
-	req := acquireRequest{
-		mode:    mode,
-		owner:   m.owner,
-		attempt: newRequestID(),
-		lease:   cfg.lease,
-		// A granted attempt's latch only has to outlive retries of that
-		// attempt, and must not outlive a short hold by much.
-		latchTTL: min(cfg.lease, m.c.unlockTimeout),
-		tracked:  tracked && m.c.tracking,
-	}
+func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wait, tracked bool) (attemptResult, error) {
+	req := m.request(mode, cfg)
+	req.attempt = newRequestID()
+	req.wait = wait
+	req.tracked = tracked && m.c.tracking
 	got := attemptResult{attempt: req.attempt, sent: time.Now()}
 	backoff := minRetryBackoff
 	for {
@@ -103,6 +112,7 @@ func (m *RWMutex) release(ctx context.Context, mode Mode, attempt string, abort 
 		request:  newRequestID(),
 		abort:    abort,
 		lease:    m.c.leaseTime,
+		queue:    m.c.leaseTime,
 		latchTTL: m.c.unlockTimeout,
 		publish:  m.c.publish,
 	}

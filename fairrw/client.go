@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -198,6 +199,9 @@ func (c *Client) isClosing() bool {
 // definite reports whether err is an answer from Redis (the script ran, or
 // was refused, as a whole) rather than a failure whose outcome is unknown.
 func definite(err error) bool {
+	if errors.Is(err, ErrPolicyMismatch) {
+		return true
+	}
 	_, ok := rueidis.IsRedisErr(err)
 	return ok
 }

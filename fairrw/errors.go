@@ -30,3 +30,8 @@ var (
 	// as a non-positive lease. Nothing is sent to Redis.
 	ErrInvalidOption = errors.New("fairrw: invalid option")
 )
+
+// ErrPolicyMismatch is returned when a lock name is held under another
+// policy than the Client's: two policies on one name would not exclude each
+// other, so the acquire is refused and nothing is changed.
+var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")

@@ -26,6 +26,7 @@ type Lease struct {
 	lease    time.Duration
 	watchdog bool
 	woken    wakeSource
+	token    uint64
 	done     chan struct{}
 
 	mu       sync.Mutex
@@ -51,6 +52,7 @@ func newLease(m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Leas
 		lease:    cfg.lease,
 		watchdog: !cfg.explicit,
 		woken:    got.woken,
+		token:    got.reply.token,
 		done:     make(chan struct{}),
 		deadline: got.sent.Add(cfg.lease),
 	}
@@ -183,3 +185,19 @@ func (l *Lease) renewable() bool {
 // was re-made), "handover" (another waiter passed its turn on), or "" when
 // the lock was granted without waiting.
 func (l *Lease) WokenBy() string { return l.woken.String() }
+
+// Token returns the lease's fencing token. A write grant's token is strictly
+// greater than every token granted before for this lock name (a reentrant
+// write grant keeps its owner's token); a read grant returns the current
+// one. Pass it to the storage the lock guards and have it refuse a token
+// lower than the highest it has seen: a holder whose lease was lost without
+// its knowing (a long pause, a failover) is then refused there.
+//
+// Tokens are minted by an INCR in Redis on a key that outlives the lock
+// ("fairrw_fence:{N}"). A Redis that restarts without persistence, or fails
+// over before replicating, can lose the counter: tokens then start again
+// from 1, and a storage that keeps its highest token refuses them until they
+// pass it. Run Redis with AOF (appendfsync everysec or always), or raise the
+// counter past the storage's highest token (SET fairrw_fence:{N} <max>)
+// after such a loss.
+func (l *Lease) Token() uint64 { return l.token }

@@ -51,7 +51,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		policy:        Redisson(),
+		policy:        WriterPreferring(),
 		leaseTime:     DefaultLeaseTime,
 		unlockTimeout: DefaultUnlockTimeout,
 		tracking:      true,
@@ -91,7 +91,8 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 	})
 }
 
-// WithPolicy chooses the lock's admission policy. The default is Redisson().
+// WithPolicy chooses the lock's admission policy. The default is
+// WriterPreferring(); use Redisson() to share locks with Java Redisson.
 func WithPolicy(p Policy) Option {
 	return optionFunc(func(cfg *config) error {
 		if p == nil {

@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -35,7 +34,7 @@ var (
 )
 
 func (redissonPolicy) keys(name string) (lockKeys, error) {
-	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.AttemptLatch(name, "x")); err != nil {
+	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.AttemptLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
 		return lockKeys{}, err
 	}
 	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name}, nil
@@ -43,36 +42,17 @@ func (redissonPolicy) keys(name string) (lockKeys, error) {
 
 func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
 	latch := compat.AttemptLatch(k.name, r.attempt)
-	s, keys, args := redissonWriteAcquire, []string{k.name, latch}, []string{millis(r.lease), compat.WriteField(r.owner), millis(r.latchTTL)}
+	fair, fence := compat.Fair(k.name).State, compat.Fence(k.name)
+	s, keys, args := redissonWriteAcquire, []string{k.name, latch, fair, fence}, []string{millis(r.lease), compat.WriteField(r.owner), millis(r.latchTTL)}
 	if r.mode == Read {
 		s = redissonReadAcquire
-		keys = []string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch}
+		keys = []string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch, fair, fence}
 		args = []string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), millis(r.latchTTL)}
 	}
 	if r.tracked {
 		return parseAcquire(s.ExecTracked(ctx, rdb, keys, args))
 	}
 	return parseAcquire(s.Exec(ctx, rdb, keys, args))
-}
-
-// parseAcquire reads Redisson's acquire convention: nil = granted, an integer
-// = PTTL, plus fairrw's "aborted" for an attempt its caller gave up.
-func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
-	if err := res.Error(); err != nil {
-		if rueidis.IsRedisNil(err) {
-			return acquireReply{granted: true}, nil
-		}
-		return acquireReply{}, err
-	}
-	msg, _ := res.ToMessage()
-	if s, err := msg.ToString(); err == nil && s == compat.AttemptAborted {
-		return acquireReply{aborted: true}, nil
-	}
-	pttl, err := msg.AsInt64()
-	if err != nil {
-		return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply: %w", err)
-	}
-	return acquireReply{wait: time.Duration(pttl) * time.Millisecond}, nil
 }
 
 func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
@@ -95,22 +75,6 @@ func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKe
 	return parseRelease(res)
 }
 
-// parseRelease reads Redisson's unlock convention: nil = not held by this
-// owner, 0 = still held, 1 = released.
-func parseRelease(res rueidis.RedisResult) (releaseResult, error) {
-	n, err := res.AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return releaseNotHeld, nil
-	case err != nil:
-		return releaseNotHeld, err
-	case n == 0:
-		return releaseStillHeld, nil
-	default:
-		return releaseFreed, nil
-	}
-}
-
 func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {
 	msg := compat.UnlockMessage
 	if mode == Write {
@@ -120,12 +84,19 @@ func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lo
 	return n == 1, err
 }
 
-func (redissonPolicy) renewEntry(k *lockKeys, owner string, mode Mode) (string, []string) {
+func (redissonPolicy) renewEntry(k *lockKeys, owner string, mode Mode) ([]string, []string) {
 	if mode == Write {
-		return k.name, []string{"w", compat.WriteField(owner), ""}
+		return []string{k.name}, []string{"w", compat.WriteField(owner), ""}
 	}
-	return k.name, []string{"r", compat.ReadField(owner), compat.LeaseKeyPrefix(k.name, owner)}
+	return []string{k.name}, []string{"r", compat.ReadField(owner), compat.LeaseKeyPrefix(k.name, owner)}
 }
+
+// cancelWait has nothing to withdraw: Redisson's waiters leave no trace.
+func (redissonPolicy) cancelWait(context.Context, rueidis.Client, *lockKeys, *acquireRequest) error {
+	return nil
+}
+
+func (redissonPolicy) queued() bool { return false }
 
 func (redissonPolicy) renewScript() *script.Script { return redissonRenew }
 

@@ -155,8 +155,8 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 		call := script.Call{Args: []string{lease}}
 		var batch []*renewHold
 		for ; i < len(holds) && holds[i].m.keys.slot == s && len(batch) < maxRenewBatch; i++ {
-			key, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].m.owner, holds[i].mode)
-			call.Keys = append(call.Keys, key)
+			keys, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].m.owner, holds[i].mode)
+			call.Keys = append(call.Keys, keys...)
 			call.Args = append(call.Args, args...)
 			batch = append(batch, holds[i])
 		}

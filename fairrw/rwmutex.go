@@ -99,7 +99,10 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	}
 	defer m.c.leave()
 
-	first, err := m.attempt(ctx, mode, cfg, false)
+	first, err := m.attempt(ctx, mode, cfg, wait, false)
+	if err != nil && wait {
+		m.cancelWait(ctx, mode, cfg)
+	}
 	if err != nil || first.reply.granted {
 		return m.finish(ctx, mode, cfg, first, err)
 	}
@@ -107,6 +110,9 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		return nil, fmt.Errorf("%w: %q (%s)", ErrNotAcquired, m.keys.name, mode)
 	}
 	got, err := m.wait(ctx, mode, cfg, first.reply.wait)
+	if err != nil {
+		m.cancelWait(ctx, mode, cfg)
+	}
 	return m.finish(ctx, mode, cfg, got, err)
 }
 
@@ -153,13 +159,13 @@ func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got 
 // waits for its subscription, then retries on every wake-up, and in any case
 // no later than the PTTL that the last failed attempt returned.
 func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration) (attemptResult, error) {
-	w := m.c.waits.join(&m.keys, mode)
+	w := m.c.waits.join(&m.keys, mode, m.owner)
 	defer m.c.waits.leave(w)
 	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
 		return attemptResult{}, m.waitError(err)
 	}
 	for {
-		got, err := m.attempt(ctx, mode, cfg, true)
+		got, err := m.attempt(ctx, mode, cfg, true, true)
 		if err != nil {
 			return attemptResult{}, err
 		}
@@ -174,6 +180,19 @@ func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound 
 	}
 }
 
+// cancelWait withdraws a waiter that gave up, on a context detached from
+// the caller's cancellation: a fair policy's queue entry would otherwise
+// block others until it expires.
+func (m *RWMutex) cancelWait(ctx context.Context, mode Mode, cfg acquireConfig) {
+	if !m.c.policy.queued() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
+	defer cancel()
+	req := m.request(mode, cfg)
+	_ = m.c.policy.cancelWait(ctx, m.c.rdb, &m.keys, &req) // else the entry expires with its lease
+}
+
 func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
 		return ErrClosed
@@ -185,6 +204,10 @@ func (m *RWMutex) waitError(err error) error {
 // nothing when a lock expires (and expires keys late), so the waiter itself
 // comes back when the PTTL runs out; the attempt then expires the key.
 func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
+	if m.c.policy.queued() {
+		// A queue entry lives a lease unless its waiter tries again.
+		pttl = min(pttl, m.c.leaseTime/3)
+	}
 	switch {
 	case pttl == -time.Millisecond: // a key without TTL: cannot happen, but never sleep forever
 		return m.c.leaseTime

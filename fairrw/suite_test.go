@@ -34,5 +34,7 @@ func miniEnv(t *testing.T, policy fairrw.Policy) locktest.Env {
 }
 
 func TestBehaviour(t *testing.T) {
-	t.Run("redisson", func(t *testing.T) { locktest.Run(t, miniEnv(t, fairrw.Redisson())) })
+	for _, p := range []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()} {
+		t.Run(p.String(), func(t *testing.T) { locktest.Run(t, miniEnv(t, p)) })
+	}
 }

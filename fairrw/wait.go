@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,7 @@ type waitGroup struct {
 type waiter struct {
 	group   *waitGroup
 	mode    Mode
+	owner   string
 	wake    chan wakeSource // one slot: a doorbell
 	busy    bool            // retrying now (guarded by waitRegistry.mu)
 	source  wakeSource      // what woke it last
@@ -63,7 +65,7 @@ func newWaitRegistry(c *Client) *waitRegistry {
 
 // join adds a waiter to the lock's group, starting the group's subscription
 // if it is the first. The waiter counts as busy: it is about to retry.
-func (r *waitRegistry) join(k *lockKeys, mode Mode) *waiter {
+func (r *waitRegistry) join(k *lockKeys, mode Mode, owner string) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.groups[k.tracked]
@@ -74,7 +76,7 @@ func (r *waitRegistry) join(k *lockKeys, mode Mode) *waiter {
 		r.wg.Add(1)
 		go r.subscribe(ctx, g)
 	}
-	w := &waiter{group: g, mode: mode, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
+	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
 	g.waiters = append(g.waiters, w)
 	return w
 }
@@ -154,21 +156,37 @@ func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
 	}
 }
 
-// onMessage handles a message on a lock's channel. "1" (a writer left) can
-// admit every reader and one writer; "0" (the last reader left) one waiter.
+// onMessage handles a message on a lock's channel. Redisson's "1" (a writer
+// left) can admit every reader and one writer; its "0" (the last reader
+// left) one waiter. The fair policies name who may enter: "r" every reader,
+// "w:<owner>" the writer at the head of the queue (if it waits here).
 func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if msg == compat.ReadUnlockMessage {
+	switch {
+	case msg == compat.ReadUnlockMessage:
+		r.wakeReadersLocked(g)
+		r.wakeOneLocked(g, wakePubSub, Write)
+	case msg == "r":
+		r.wakeReadersLocked(g)
+	case strings.HasPrefix(msg, "w:"):
+		owner := msg[2:]
 		for _, w := range g.waiters {
-			if w.mode == Read {
+			if w.mode == Write && w.owner == owner {
 				r.signalLocked(w, wakePubSub)
 			}
 		}
-		r.wakeOneLocked(g, wakePubSub, Write)
-		return
+	default:
+		r.wakeOneLocked(g, wakePubSub, 0)
 	}
-	r.wakeOneLocked(g, wakePubSub, 0)
+}
+
+func (r *waitRegistry) wakeReadersLocked(g *waitGroup) {
+	for _, w := range g.waiters {
+		if w.mode == Read {
+			r.signalLocked(w, wakePubSub)
+		}
+	}
 }
 
 // onInvalidations is the rueidis client-tracking hook. It runs on the

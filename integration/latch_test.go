@@ -3,8 +3,6 @@ package integration
 import (
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/lua"
@@ -46,14 +44,19 @@ func TestAttemptLatchMakesAcquireIdempotent(t *testing.T) {
 	e := newWireEnv(t)
 	const n = "latch:attempt"
 	owner := compat.Owner("a-client", 1)
-	acquire := func(attempt string) error {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_acquire")).Numkeys(2).
-			Key(n, compat.AttemptLatch(n, attempt)).
-			Arg("30000", compat.WriteField(owner), "5000").Build()).Error()
-	}
-	for range 3 {
-		if err := acquire("first"); !rueidis.IsRedisNil(err) {
+	acquire := func(attempt string) []int64 {
+		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_acquire")).Numkeys(4).
+			Key(n, compat.AttemptLatch(n, attempt), compat.Fair(n).State, compat.Fence(n)).
+			Arg("30000", compat.WriteField(owner), "5000").Build()).AsIntSlice()
+		if err != nil {
 			t.Fatalf("acquire: %v", err)
+		}
+		return reply
+	}
+	first := acquire("first")
+	for range 2 {
+		if again := acquire("first"); again[0] != 1 || again[1] != first[1] {
+			t.Fatalf("retried acquire = %v, want the first grant %v again", again, first)
 		}
 	}
 	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1"})
@@ -63,10 +66,8 @@ func TestAttemptLatchMakesAcquireIdempotent(t *testing.T) {
 	if got, err := abort.AsInt64(); err != nil || got != 0 {
 		t.Fatalf("abort of an attempt never run = %d, %v; want 0", got, err)
 	}
-	res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_acquire")).Numkeys(2).
-		Key(n, compat.AttemptLatch(n, "second")).Arg("30000", compat.WriteField(owner), "5000").Build())
-	if s, _ := res.ToString(); s != compat.AttemptAborted {
-		t.Fatalf("late copy of an aborted attempt: %v, want %q", res, compat.AttemptAborted)
+	if late := acquire("second"); late[0] != -1 {
+		t.Fatalf("late copy of an aborted attempt: %v, want {-1, 0}", late)
 	}
 	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1"})
 }

@@ -29,7 +29,7 @@ func TestJavaWriterWakesGoReaders(t *testing.T) {
 			if err := raw.Do(testCtx(t), raw.B().Pexpire().Key(n).Milliseconds(60_000).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
-			c := newClient(t, e.r, tr)
+			c := newClient(t, e.r, tr, fairrw.WithPolicy(fairrw.Redisson()))
 			ch := make(chan *fairrw.Lease, 2)
 			for range 2 {
 				go func() {
@@ -75,11 +75,14 @@ func TestGoHoldsSeenByJavaScripts(t *testing.T) {
 	m := e.client(t).RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
 	javaRead := func() (int64, bool) {
-		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_acquire")).Numkeys(3).
-			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.AttemptLatch(n, "java-"+time.Now().String())).
+		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_acquire")).Numkeys(5).
+			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.AttemptLatch(n, "java-"+time.Now().String()), compat.Fair(n).State, compat.Fence(n)).
 			Arg("30000", javaOwner, compat.WriteField(javaOwner), "1000").Build())
-		pttl, err := res.AsInt64()
-		return pttl, err == nil
+		reply, err := res.AsIntSlice()
+		if err != nil || len(reply) != 2 {
+			t.Fatalf("read acquire reply %v, %v", reply, err)
+		}
+		return reply[1], reply[0] == 0
 	}
 	if pttl, refused := javaRead(); !refused || pttl <= 0 {
 		t.Fatalf("Java read beside a Go writer: refused=%v pttl=%d", refused, pttl)

@@ -18,7 +18,7 @@ func TestOneSubscriptionPerLock(t *testing.T) {
 			e := newWireEnv(t)
 			n := "subscription:" + tr.name
 			holder := mustLock(t, e.client(t).RWMutex(n), fairrw.Write)
-			c := newClient(t, e.r, tr)
+			c := newClient(t, e.r, tr, fairrw.WithPolicy(fairrw.Redisson()))
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			for range 5 {

@@ -8,7 +8,7 @@ import (
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
-var policies = []fairrw.Policy{fairrw.Redisson()}
+var policies = []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()}
 
 // TestBehaviour runs the behavioural suite for every policy over every
 // transport on a real redis-server.

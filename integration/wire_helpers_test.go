@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
 )
 
 // wire looks at Redis as Java Redisson would see it.
@@ -90,7 +92,7 @@ func (w wire) eventuallyNoneLike(part string) {
 		}
 		var left []string
 		for _, k := range keys {
-			if strings.Contains(k, part) {
+			if strings.Contains(k, part) && !strings.HasPrefix(k, compat.FencePrefix+":") {
 				left = append(left, k)
 			}
 		}

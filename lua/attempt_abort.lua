@@ -10,7 +10,7 @@
 -- Invariant: after this script, no copy of the attempt can grant a hold that
 -- its caller does not know about.
 local latch = redis.call('get', KEYS[1])
-if latch == 'granted' then
+if latch and latch ~= 'aborted' then -- a granted attempt's latch holds its token
   return 1
 end
 redis.call('set', KEYS[1], 'aborted', 'px', ARGV[1])

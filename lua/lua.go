@@ -36,3 +36,13 @@ func Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Compose returns the scripts named, joined in order: a library file first,
+// then the operation that uses it (Lua in Redis has no modules).
+func Compose(names ...string) string {
+	var out string
+	for _, n := range names {
+		out += Source(n) + "\n"
+	}
+	return out
+}

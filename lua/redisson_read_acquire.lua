@@ -3,14 +3,19 @@
 -- KEYS[1] the lock hash N
 -- KEYS[2] this owner's lease-key prefix "{N}:<owner>:rwlock_timeout"
 -- KEYS[3] the attempt latch "fairrw_attempt:{N}:<attempt id>" (fairrw only)
+-- KEYS[4] the fair policies' state "fairrw:{N}", to refuse a name they hold
+-- KEYS[5] the fencing counter "fairrw_fence:{N}" (fairrw only)
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's read field "<client>:<owner>"
 -- ARGV[3] the owner's write field "<client>:<owner>:write"
 -- ARGV[4] attempt latch lifetime in milliseconds
 --
--- Returns nil when the hold was granted (also for a retry of a granted
--- attempt), the string "aborted" when the attempt was given up by its caller,
--- or the PTTL of the hash in milliseconds: how long to wait at most.
+-- Returns {1, token} when the hold was granted (also for a retry of a
+-- granted attempt; token: the current fencing token), {-1, 0} when the
+-- attempt was given up by its caller, or {0, PTTL of the hash in ms}: how
+-- long to wait at most. (Java's script returns nil or the PTTL; this one
+-- also reports the fencing token, so it returns a pair.) An error reply
+-- "FAIRRW_POLICY ..." when a fair policy holds the name.
 --
 -- Invariant: the hash has exactly Redisson's fields; every read hold K of an
 -- owner has its own lease key ":K" with a PX lease, and the hash lives at least
@@ -18,11 +23,15 @@
 -- holds the write (Redisson's rule: writers can starve).
 local latch = redis.call('get', KEYS[3])
 if latch == 'aborted' then
-  return 'aborted'
+  return {-1, 0}
 end
 if latch then
-  return nil
+  return {1, tonumber(latch)}
 end
+if redis.call('exists', KEYS[4]) == 1 then
+  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', KEYS[4], 'policy') or 'fair'))
+end
+local token = tonumber(redis.call('get', KEYS[5])) or 0
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
@@ -30,8 +39,8 @@ if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[3], 'granted', 'px', ARGV[4])
-  return nil
+  redis.call('set', KEYS[3], token, 'px', ARGV[4])
+  return {1, token}
 end
 
 if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
@@ -39,8 +48,8 @@ if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]
   redis.call('set', KEYS[2] .. ':' .. k, 1, 'px', ARGV[1])
   local remaining = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], math.max(remaining, tonumber(ARGV[1])))
-  redis.call('set', KEYS[3], 'granted', 'px', ARGV[4])
-  return nil
+  redis.call('set', KEYS[3], token, 'px', ARGV[4])
+  return {1, token}
 end
 
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}

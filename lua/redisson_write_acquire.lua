@@ -2,23 +2,30 @@
 --
 -- KEYS[1] the lock hash N
 -- KEYS[2] the attempt latch "fairrw_attempt:{N}:<attempt id>" (fairrw only)
+-- KEYS[3] the fair policies' state "fairrw:{N}", to refuse a name they hold
+-- KEYS[4] the fencing counter "fairrw_fence:{N}" (fairrw only)
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's write field "<client>:<owner>:write"
 -- ARGV[3] attempt latch lifetime in milliseconds
 --
--- Returns nil when granted (also for a retry of a granted attempt), the string
--- "aborted" when the attempt was given up by its caller, or the PTTL of the
--- hash in milliseconds.
+-- Returns {1, token} when granted (also for a retry of a granted attempt), {-1, 0}
+-- when the attempt was given up by its caller, or {0, PTTL of the hash in ms}.
+-- A new write hold mints a fencing token (INCR of the counter); a reentrant
+-- one returns the owner's current token. An error reply "FAIRRW_POLICY ..."
+-- when a fair policy holds the name.
 --
 -- Invariant: mode=write with exactly one write field; a reentrant write adds
 -- its lease to the remaining PTTL (Redisson's quirk, kept for parity). A read
 -- holder never gets the write (no upgrade), even when it is the only reader.
 local latch = redis.call('get', KEYS[2])
 if latch == 'aborted' then
-  return 'aborted'
+  return {-1, 0}
 end
 if latch then
-  return nil
+  return {1, tonumber(latch)}
+end
+if redis.call('exists', KEYS[3]) == 1 then
+  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', KEYS[3], 'policy') or 'fair'))
 end
 
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
@@ -27,16 +34,18 @@ if mode == false then
   -- One HSET of both fields writes what Java's two HSETs write, in order.
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], 'granted', 'px', ARGV[3])
-  return nil
+  local token = redis.call('incr', KEYS[4])
+  redis.call('set', KEYS[2], token, 'px', ARGV[3])
+  return {1, token}
 end
 
 if mode == 'write' and holds then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   local remaining = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], remaining + tonumber(ARGV[1]))
-  redis.call('set', KEYS[2], 'granted', 'px', ARGV[3])
-  return nil
+  local token = tonumber(redis.call('get', KEYS[4])) or 0
+  redis.call('set', KEYS[2], token, 'px', ARGV[3])
+  return {1, token}
 end
 
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 )
 
@@ -64,17 +65,22 @@ func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
 }
 
 // keysOf lists the keys in Redis that mention the lock name, but for the
-// tombstones of aborted attempts: a Lock cancelled while an attempt was in
-// flight leaves one, so that a late copy of that attempt takes nothing, and it
-// expires after the unlock timeout (checked by tombstones).
+// two that outlive a lock by design: the fencing counter (tokens must keep
+// increasing across holders), and the tombstones of aborted attempts (a
+// Lock cancelled while an attempt was in flight leaves one, so that a late
+// copy of that attempt takes nothing; it expires after the unlock timeout,
+// checked here).
 func keysOf(t testing.TB, env Env, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range allKeysOf(t, env, name) {
+		if strings.HasPrefix(k, compat.FencePrefix+":") {
+			continue
+		}
 		v, err := env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
 		if err == nil && v == "aborted" && strings.HasPrefix(k, "fairrw_attempt:") {
 			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-			if pttl <= 0 || pttl > int64(fairrw.DefaultUnlockTimeout/time.Millisecond) {
+			if pttl == -1 || pttl > int64(fairrw.DefaultUnlockTimeout/time.Millisecond) {
 				t.Fatalf("tombstone %s has PTTL %d, want (0, unlock timeout]", k, pttl)
 			}
 			continue

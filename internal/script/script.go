@@ -34,7 +34,11 @@ type Call struct {
 // rueidis resends a retryable command after a broken connection even when
 // the first copy already ran.
 func New(name string, retryable bool) *Script {
-	src := lua.Source(name)
+	return NewFrom(name, lua.Source(name), retryable)
+}
+
+// NewFrom wraps a script made of several embedded files (see lua.Compose).
+func NewFrom(name, src string, retryable bool) *Script {
 	sum := sha1.Sum([]byte(src))
 	s := &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), retryable: retryable}
 	if retryable {
