@@ -23,10 +23,18 @@
 // # Policies
 //
 // Which waiter a lock admits next is its Policy, chosen per Client with
-// WithPolicy. Redisson() is wire-compatible with Java Redisson's
-// RReadWriteLock (the same keys, fields, channel and messages), so Go and
-// Java services can share one lock; it prefers readers, so writers can
-// starve under overlapping readers.
+// WithPolicy. WriterPreferring(), the default, turns new readers away while
+// a writer waits, and serves writers first-come-first-served. PhaseFair()
+// alternates read and write phases, so neither side starves. Redisson() is
+// wire-compatible with Java Redisson's RReadWriteLock (the same keys,
+// fields, channel and messages), so Go and Java services can share one lock;
+// it prefers readers, so writers can starve under overlapping readers.
+//
+// # Fencing
+//
+// Every write grant carries a fencing token (Lease.Token) greater than all
+// earlier ones for the name: storage that refuses tokens lower than the
+// highest it has seen is safe from a holder that lost its lease unaware.
 //
 // # Waiting
 //

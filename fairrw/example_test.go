@@ -111,3 +111,49 @@ func ExampleLease_Done() {
 	}
 	// Output: lease lost: true
 }
+
+// store is a storage layer guarded by a lock: it remembers the highest
+// fencing token it has seen and refuses writes that carry a lower one, so a
+// holder that lost its lease without knowing (a long GC pause, a failover)
+// cannot overwrite the work of the holder after it.
+type store struct {
+	highest uint64
+	value   string
+}
+
+var errStaleToken = errors.New("stale fencing token")
+
+func (s *store) write(token uint64, value string) error {
+	if token < s.highest {
+		return errStaleToken
+	}
+	s.highest, s.value = token, value
+	return nil
+}
+
+func ExampleLease_Token() {
+	ctx := context.Background()
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var s store
+
+	// The first holder's lease runs out while it is paused.
+	first, _ := c.RWMutex("ledger").Lock(ctx, fairrw.WithLease(30*time.Millisecond))
+	<-first.Done()
+
+	// Meanwhile a second holder takes the lock and writes.
+	second, _ := c.RWMutex("ledger").Lock(ctx)
+	fmt.Println("second:", s.write(second.Token(), "from second"))
+	_ = second.Unlock(ctx)
+
+	// The first holder wakes up and tries to write: the store refuses it.
+	fmt.Println("first:", s.write(first.Token(), "from first"))
+	fmt.Println("value:", s.value)
+	// Output:
+	// second: <nil>
+	// first: stale fencing token
+	// value: from second
+}

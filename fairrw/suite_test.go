@@ -38,3 +38,12 @@ func TestBehaviour(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) { locktest.Run(t, miniEnv(t, p)) })
 	}
 }
+
+func TestOrdering(t *testing.T) {
+	t.Run("writer-preferring", func(t *testing.T) { locktest.RunWriterPreferring(t, miniEnv(t, nil)) })
+	t.Run("phase-fair", func(t *testing.T) { locktest.RunPhaseFair(t, miniEnv(t, nil)) })
+}
+
+func TestPolicyMismatch(t *testing.T) {
+	locktest.PolicyMismatch(t, miniEnv(t, nil))
+}

@@ -85,6 +85,19 @@ func TestWakeRules(t *testing.T) {
 			t.Fatalf("%d waiters left", len(g.waiters))
 		}
 	})
+	t.Run("a fair release names the head writer: only it wakes", func(t *testing.T) {
+		r, g, ws := testGroup(Write, Read, Write)
+		ws[2].owner = "c:7"
+		r.onMessage(g, "w:c:7")
+		wantWoken(t, ws, false, false, true)
+		r.onMessage(g, "w:elsewhere:1")
+		wantWoken(t, ws, false, false, false)
+	})
+	t.Run("a fair release admitting readers wakes every reader, no writer", func(t *testing.T) {
+		r, g, ws := testGroup(Read, Write, Read)
+		r.onMessage(g, "r")
+		wantWoken(t, ws, true, false, true)
+	})
 	t.Run("the last waiter out ends the group", func(t *testing.T) {
 		r, _, ws := testGroup(Read)
 		r.leave(ws[0])

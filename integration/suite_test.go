@@ -34,3 +34,18 @@ func TestBehaviourInContainer(t *testing.T) {
 		})
 	}
 }
+
+// TestOrdering runs each fair policy's ordering tests over every transport.
+func TestOrdering(t *testing.T) {
+	r := redistest.Start(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Run("writer-preferring", func(t *testing.T) { locktest.RunWriterPreferring(t, newEnv(t, r, tr, nil)) })
+			t.Run("phase-fair", func(t *testing.T) { locktest.RunPhaseFair(t, newEnv(t, r, tr, nil)) })
+		})
+	}
+}
+
+func TestPolicyMismatch(t *testing.T) {
+	locktest.PolicyMismatch(t, newEnv(t, redistest.Start(t), transports[0], nil))
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, env Env) {
 		{"CloseWakesWaiters", CloseWakesWaiters},
 		{"InvalidInputChangesNothing", InvalidInputChangesNothing},
 		{"Hammer", Hammer},
+		{"FencingTokens", FencingTokens},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.fn(t, env) })

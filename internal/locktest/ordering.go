@@ -1,0 +1,129 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// The ordering suites: what each fair policy promises beyond exclusion
+// (shared/docs/measuring.md). Waiters are started one at a time and given
+// time to queue, so that arrival order is known.
+
+// RunWriterPreferring runs the writer-preferring policy's ordering tests.
+func RunWriterPreferring(t *testing.T, env Env) {
+	env.Policy = fairrw.WriterPreferring()
+	t.Run("ReentrantReadWhileWriterWaits", func(t *testing.T) { ReentrantReadWhileWriterWaits(t, env) })
+	t.Run("WaitingWriterTurnsReadersAway", func(t *testing.T) { WaitingWriterTurnsReadersAway(t, env) })
+	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
+	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
+}
+
+// RunPhaseFair runs the phase-fair policy's ordering tests.
+func RunPhaseFair(t *testing.T, env Env) {
+	env.Policy = fairrw.PhaseFair()
+	t.Run("ReentrantReadWhileWriterWaits", func(t *testing.T) { ReentrantReadWhileWriterWaits(t, env) })
+	t.Run("WaitingWriterTurnsReadersAway", func(t *testing.T) { WaitingWriterTurnsReadersAway(t, env) })
+	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
+	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
+	t.Run("ReadersEnterBetweenWriters", func(t *testing.T) { ReadersEnterBetweenWriters(t, env) })
+}
+
+// queueUp starts an acquire and waits until it is blocked (queued).
+func queueUp(t *testing.T, c context.Context, m *fairrw.RWMutex, mode fairrw.Mode) <-chan result {
+	t.Helper()
+	ch := acquireAsync(c, m, mode)
+	blocked(t, ch)
+	return ch
+}
+
+// ReentrantReadWhileWriterWaits is the reentrancy deadlock of the wait_write
+// design, fixed: A reads, W waits, A reads again (granted at once), A
+// unlocks twice, W gets the lock.
+func ReentrantReadWhileWriterWaits(t *testing.T, env Env) {
+	c := env.client(t)
+	a := c.RWMutex(name(t))
+	r1 := lock(t, a, fairrw.Read)
+	w := queueUp(t, ctx(t), c.RWMutex(name(t)), fairrw.Write)
+	r2 := granted(t, a, fairrw.Read)
+	unlock(t, r1)
+	blocked(t, w)
+	unlock(t, r2)
+	unlock(t, receive(t, w))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// WaitingWriterTurnsReadersAway: while a writer waits behind readers, a new
+// reader is refused; the writer enters when the readers present leave.
+func WaitingWriterTurnsReadersAway(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	r := lock(t, c1.RWMutex(name(t)), fairrw.Read)
+	w := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
+	refused(t, c1.RWMutex(name(t)), fairrw.Read)
+	refused(t, c2.RWMutex(name(t)), fairrw.Read)
+	unlock(t, r)
+	unlock(t, receive(t, w))
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// WritersFIFO: writers are served in the order they arrived, across clients.
+func WritersFIFO(t *testing.T, env Env) {
+	clients := []*fairrw.Client{env.client(t), env.client(t), env.client(t)}
+	held := lock(t, clients[0].RWMutex(name(t)), fairrw.Write)
+	var queue []<-chan result
+	for i := range 3 {
+		queue = append(queue, queueUp(t, ctx(t), clients[(i+1)%3].RWMutex(name(t)), fairrw.Write))
+	}
+	unlock(t, held)
+	for i, ch := range queue {
+		l := receive(t, ch)
+		for _, later := range queue[i+1:] {
+			blocked(t, later)
+		}
+		unlock(t, l)
+	}
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// CancelledWriterLeavesQueue: a waiting writer that gives up removes its
+// queue entry at once, so readers are not turned away for its sake.
+func CancelledWriterLeavesQueue(t *testing.T, env Env) {
+	c := env.client(t)
+	r := lock(t, c.RWMutex(name(t)), fairrw.Read)
+	cctx, cancel := context.WithCancel(context.Background())
+	w := queueUp(t, cctx, c.RWMutex(name(t)), fairrw.Write)
+	refused(t, c.RWMutex(name(t)), fairrw.Read)
+	cancel()
+	if res := <-w; !errors.Is(res.err, context.Canceled) {
+		t.Fatalf("cancelled writer: %v", res.err)
+	}
+	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Read))
+	unlock(t, r)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// ReadersEnterBetweenWriters is the phase-fair rule: when a write ends,
+// every reader waiting at that moment enters before the next writer, even
+// one that queued before them; that writer then waits for those readers.
+func ReadersEnterBetweenWriters(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	held := lock(t, c1.RWMutex(name(t)), fairrw.Write)
+	w2 := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
+	r1 := queueUp(t, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
+	r2 := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Read)
+	unlock(t, held)
+	l1, l2 := receive(t, r1), receive(t, r2)
+	blocked(t, w2)
+	// A reader arriving now (a writer waits) waits for the next write.
+	r3 := queueUp(t, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
+	unlock(t, l1)
+	blocked(t, w2)
+	unlock(t, l2)
+	w := receive(t, w2)
+	blocked(t, r3)
+	unlock(t, w)
+	unlock(t, receive(t, r3))
+	eventuallyNoKeys(t, env, name(t))
+}
