@@ -66,25 +66,36 @@ func TestRedissonRenewal(t *testing.T) {
 func TestRenewalOfManyLeases(t *testing.T) {
 	e := newWireEnv(t)
 	const lease = 900 * time.Millisecond
-	c := e.client(t, fairrw.WithLeaseTime(lease))
-	var leases []*fairrw.Lease
-	for i := range 1000 {
-		mode := fairrw.Write
-		if i%2 == 0 {
-			mode = fairrw.Read
-		}
-		leases = append(leases, mustLock(t, c.RWMutex(fmt.Sprintf("wire:many:%d", i)), mode))
-	}
-	time.Sleep(3 * lease)
-	for _, l := range leases {
-		select {
-		case <-l.Done():
-			t.Fatalf("%s lost: %v", l.Name(), l.Err())
-		default:
-		}
-		e.w.wantPTTL(l.Name(), lease, lease/2+200*time.Millisecond)
-	}
-	for _, l := range leases {
-		mustUnlock(t, l)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			c := newClient(t, e.r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
+			var leases []*fairrw.Lease
+			for i := range 1000 {
+				mode := fairrw.Write
+				if i%2 == 0 {
+					mode = fairrw.Read
+				}
+				leases = append(leases, mustLock(t, c.RWMutex(fmt.Sprintf("renew:many:%s:%d", p, i)), mode))
+			}
+			time.Sleep(3 * lease)
+			for _, l := range leases {
+				select {
+				case <-l.Done():
+					t.Fatalf("%s lost: %v", l.Name(), l.Err())
+				default:
+				}
+				if d := time.Until(l.Deadline()); d < lease/3 {
+					t.Fatalf("%s: deadline only %v ahead after 3 lease times", l.Name(), d)
+				}
+			}
+			if p.String() == "redisson" {
+				for _, l := range leases[:10] {
+					e.w.wantPTTL(l.Name(), lease, lease/2+200*time.Millisecond)
+				}
+			}
+			for _, l := range leases {
+				mustUnlock(t, l)
+			}
+		})
 	}
 }
