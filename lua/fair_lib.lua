@@ -117,17 +117,16 @@ local function wake()
     redis.call(ARGV[7], C, 'r')
     return
   end
-  local readers = redis.call('zcard', R)
   local head = redis.call('zrange', Q, 0, 0)
   if head[1] then
-    if readers == 0 then
+    if redis.call('zcard', R) == 0 then
       redis.call(ARGV[7], C, 'w:' .. head[1])
     end
     return
   end
-  if readers == 0 or (pf and redis.call('zcard', W) > 0) then
-    redis.call(ARGV[7], C, 'r')
-  end
+  -- No writer holds or waits: any reader turned away (by a writer that has
+  -- since left the queue) may enter now.
+  redis.call(ARGV[7], C, 'r')
 end
 
 -- tidy deletes the lock's keys once no one holds or waits (not the fence).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
 )
@@ -19,6 +20,7 @@ func RunWriterPreferring(t *testing.T, env Env) {
 	t.Run("WaitingWriterTurnsReadersAway", func(t *testing.T) { WaitingWriterTurnsReadersAway(t, env) })
 	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
 	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
+	t.Run("ReadersReturnWhenWriterLeaves", func(t *testing.T) { ReadersReturnWhenWriterLeaves(t, env) })
 }
 
 // RunPhaseFair runs the phase-fair policy's ordering tests.
@@ -29,6 +31,7 @@ func RunPhaseFair(t *testing.T, env Env) {
 	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
 	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
 	t.Run("ReadersEnterBetweenWriters", func(t *testing.T) { ReadersEnterBetweenWriters(t, env) })
+	t.Run("ReadersReturnWhenWriterLeaves", func(t *testing.T) { ReadersReturnWhenWriterLeaves(t, env) })
 }
 
 // queueUp starts an acquire and waits until it is blocked (queued).
@@ -100,6 +103,29 @@ func CancelledWriterLeavesQueue(t *testing.T, env Env) {
 		t.Fatalf("cancelled writer: %v", res.err)
 	}
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Read))
+	unlock(t, r)
+	eventuallyNoKeys(t, env, name(t))
+}
+
+// ReadersReturnWhenWriterLeaves: readers turned away by a waiting writer
+// are woken as soon as that writer withdraws, not at their retry bound.
+func ReadersReturnWhenWriterLeaves(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(time.Minute)) // a retry bound of 20s would fail the test
+	r := lock(t, c.RWMutex(name(t)), fairrw.Read)
+	cctx, cancel := context.WithCancel(context.Background())
+	w := queueUp(t, cctx, c.RWMutex(name(t)), fairrw.Write)
+	turnedAway := queueUp(t, ctx(t), c.RWMutex(name(t)), fairrw.Read)
+	cancel()
+	<-w
+	select {
+	case res := <-turnedAway:
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		unlock(t, res.lease)
+	case <-time.After(5 * time.Second):
+		t.Fatal("reader still waits after the writer that turned it away left")
+	}
 	unlock(t, r)
 	eventuallyNoKeys(t, env, name(t))
 }
