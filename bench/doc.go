@@ -18,6 +18,10 @@
 //	BenchmarkContended/transport=<tracking|no-tracking>/clients=4/goroutines=8
 //	BenchmarkTryLock/transport=<tracking|no-tracking>/op=<trylock|tryrlock>/goroutines=<1|64>
 //	BenchmarkRenewal/leases=<1000|10000>/transport=<tracking|no-tracking>
+//	BenchmarkReaderFlood/policy=<redisson|writer-preferring|phase-fair>
+//	BenchmarkWriterStream/policy=<redisson|writer-preferring|phase-fair>
+//	BenchmarkPolicyThroughput/policy=<redisson|writer-preferring|phase-fair>/<mix=write|mix=read90|contention=none>
+//	BenchmarkIdleWaiter/policy=<...>/transport=<tracking|no-tracking>/waiter=<write|read>
 //
 // Uncontended: 64 goroutines, each on its own lock name, loop lock+unlock on
 // one shared Client; one op is one cycle (two script calls). The baseline does
@@ -67,6 +71,50 @@
 // were never written since; they stay in the table, even after the client
 // disconnects, until written or evicted at tracking-table-max-keys). With
 // FAIRRW_REDIS_ADDR, other users of that server are counted too.
+//
+// ReaderFlood and WriterStream are the fairness evidence of
+// shared/docs/measuring.md, per policy (each on its own lock name, all on one
+// redis-server). Closed-loop workers, each its own handle, loop acquire,
+// hold (time.Sleep), Unlock, think. ReaderFlood: 6 readers on 2 Clients
+// (hold 20ms, think 0-2ms, so reads overlap all the time) and 1 writer on
+// its own Client (hold 5ms, think 20ms). WriterStream: 3 writers on one
+// Client (hold 10ms, think 0-1ms) and 4 readers on 2 Clients (hold 5ms,
+// think 10ms). One op is one run of a window D (3s, or
+// FAIRRW_BENCH_FLOOD_SECONDS), so run them with -benchtime 1x:
+//
+//	go test -run '^$' -bench 'ReaderFlood|WriterStream' -benchtime 1x -count 3 ./bench/
+//
+// A request asked within the window is a sample: its wait is the time from
+// calling Lock/RLock to its return, bounded by a context of D; one still
+// waiting then counts at D and as a timeout (never dropped). The workers keep
+// the same load past the window, unrecorded, until every sample has ended, so
+// ns/op is between D and 2D. Per class (reader-, writer-): p50-ms, p90-ms,
+// p99-ms, max-ms of the waits; grants and timeouts (samples per run);
+// grants/s (grants that happened within the window, per second of window);
+// jain (Jain's index of those grants over the class's workers, when it has
+// more than one); and grants/s of both classes. scripts/grant is the script
+// calls Redis ran during the runs per grant, unrecorded ones included. Each
+// sub-benchmark logs per class the grants per worker (flagged when max > 2 x
+// min) and the wake-up paths of its grants. Every hold is checked in process
+// as in sync's HammerRWMutex (a write overlapping any other hold), and
+// fencing tokens are checked to grow with writes; either failure fails the
+// benchmark.
+//
+// PolicyThroughput: lock+unlock cycles/s without hold time, per policy, to be
+// compared with policy=redisson of the same run. mix=write and mix=read90:
+// 16 goroutines (each its own handle, on 2 Clients) on 4 lock names, every
+// cycle a write, or a read with probability 90%. contention=none: 64
+// goroutines on 64 names, writes. scripts/grant is EVALSHA+EVAL calls per
+// cycle from INFO commandstats: a grant costs 2 (acquire and unlock), a grant
+// after a wait at least 3 (a failed attempt first), and every wake-up that
+// does not lead to a grant adds one. Also reports the wake-up shares as
+// Contended does. Holds are checked as above.
+//
+// IdleWaiter: one Client holds the write of a lock for 500ms (one op) while
+// one waiter on another Client waits for a write or a read. Nothing changes
+// the lock meanwhile, so scripts/s (script calls per second of the hold,
+// after the waiter's first attempt) should be 0: anything else is a waiter
+// retrying for nothing.
 //
 // Benchmarks never assert speed. They fail only on errors (and a handoff
 // benchmark on a waiter that is not granted within 10s). Keys left behind

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +112,7 @@ func runScenario(b *testing.B, e *env, s scenario, pc policyCase, window time.Du
 	e.checkLeftovers(b)
 	workers := newLoopWorkers(b, e.option(0, false), pc.policy, e.name(s.name, pc.name), s.classes)
 	check := new(holdCheck)
+	before := e.sampleServer(b)
 	b.ResetTimer()
 	for range b.N {
 		r := &loopRun{window: window, check: check}
@@ -121,7 +121,9 @@ func runScenario(b *testing.B, e *env, s scenario, pc policyCase, window time.Du
 		}
 	}
 	b.StopTimer()
+	after := e.sampleServer(b)
 	check.verify(b)
+	b.ReportMetric(float64(after.scripts-before.scripts)/float64(check.holds.Load()), "scripts/grant")
 	span := window.Seconds() * float64(b.N)
 	total := 0
 	for i := range s.classes {
@@ -356,160 +358,4 @@ func jain(x []int) float64 {
 		return 0
 	}
 	return sum * sum / (float64(len(x)) * squares)
-}
-
-// holdCheck sees, in this process, every hold of one lock name between its
-// grant and its Unlock call, as sync's HammerRWMutex does: a read adds 1, a
-// write writerWeight, and any other sum at a hold's start means Redis
-// granted two holds it must not grant together. It also checks the fencing
-// tokens: a write's is above every write's before it, and a read's is not
-// below the last write's.
-type holdCheck struct {
-	state     atomic.Int64
-	lastWrite atomic.Uint64
-	overlaps  atomic.Int64
-	tokens    atomic.Int64
-}
-
-const writerWeight = 1 << 32
-
-func (h *holdCheck) enter(mode fairrw.Mode, token uint64) {
-	if mode == fairrw.Write {
-		if h.state.Add(writerWeight) != writerWeight {
-			h.overlaps.Add(1)
-		}
-		if prev := h.lastWrite.Swap(token); token <= prev {
-			h.tokens.Add(1)
-		}
-		return
-	}
-	if h.state.Add(1) >= writerWeight {
-		h.overlaps.Add(1)
-	}
-	if token < h.lastWrite.Load() {
-		h.tokens.Add(1)
-	}
-}
-
-func (h *holdCheck) exit(mode fairrw.Mode) {
-	if mode == fairrw.Write {
-		h.state.Add(-writerWeight)
-	} else {
-		h.state.Add(-1)
-	}
-}
-
-// verify fails b if any hold overlapped one it excludes, or a token was out
-// of order.
-func (h *holdCheck) verify(b *testing.B) {
-	b.Helper()
-	if n := h.overlaps.Load(); n > 0 {
-		b.Errorf("exclusion violated: %d holds started while a hold they exclude was held", n)
-	}
-	if n := h.tokens.Load(); n > 0 {
-		b.Errorf("fencing tokens out of order in %d grants", n)
-	}
-}
-
-// throughputWorkload is a PolicyThroughput variant: goroutines, each its
-// own handle, spread over 2 Clients, on names lock names, looping
-// lock+unlock without hold time; readPercent of the cycles are reads.
-type throughputWorkload struct {
-	name        string
-	goroutines  int
-	names       int
-	readPercent int
-}
-
-var throughputWorkloads = []throughputWorkload{
-	{name: "mix=write", goroutines: 16, names: 4},
-	{name: "mix=read90", goroutines: 16, names: 4, readPercent: 90},
-	{name: "contention=none", goroutines: 64, names: 64},
-}
-
-const (
-	throughputClients = 2
-	// throughputTimeout bounds one acquire: a lock that never grants fails
-	// the benchmark instead of hanging it.
-	throughputTimeout = time.Minute
-)
-
-// BenchmarkPolicyThroughput: lock+unlock cycles/s of each policy, and the
-// script calls Redis ran per grant, next to policy=redisson in the same run.
-func BenchmarkPolicyThroughput(b *testing.B) {
-	e := newEnv(b)
-	for _, w := range throughputWorkloads {
-		for _, pc := range policyCases {
-			b.Run(fmt.Sprintf("policy=%s/%s", pc.name, w.name), func(b *testing.B) {
-				benchPolicyThroughput(b, e, pc, w)
-			})
-		}
-	}
-}
-
-func benchPolicyThroughput(b *testing.B, e *env, pc policyCase, w throughputWorkload) {
-	e.checkLeftovers(b)
-	opt := e.option(0, false)
-	clients := make([]*fairrw.Client, throughputClients)
-	for i := range clients {
-		clients[i] = newClient(b, opt, fairrw.WithPolicy(pc.policy))
-	}
-	handles := make([]*fairrw.RWMutex, w.goroutines)
-	checks := make([]holdCheck, w.names)
-	for g := range handles {
-		handles[g] = clients[g%len(clients)].RWMutex(e.name("throughput", pc.name, w.name, g%w.names))
-		warmUp(b, handles[g])
-	}
-	var (
-		mu    sync.Mutex
-		paths = make(wakePaths)
-	)
-	before := e.sampleServer(b)
-	spread(b, w.goroutines, func(g int, next func() bool) error {
-		local := make(wakePaths)
-		defer func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for p, n := range local {
-				paths[p] += n
-			}
-		}()
-		rng := rand.New(rand.NewPCG(uint64(g), 1))
-		for next() {
-			mode := fairrw.Write
-			if rng.IntN(100) < w.readPercent {
-				mode = fairrw.Read
-			}
-			woken, err := cycle(handles[g], mode, &checks[g%w.names])
-			if err != nil {
-				return err
-			}
-			local[woken]++
-		}
-		return nil
-	})
-	after := e.sampleServer(b)
-	for i := range checks {
-		checks[i].verify(b)
-	}
-	reportRate(b, "cycles/s")
-	b.ReportMetric(float64(after.scripts-before.scripts)/float64(b.N), "scripts/grant")
-	paths.report(b)
-}
-
-// cycle takes m in mode and releases it at once, checked by check. It
-// returns the grant's Lease.WokenBy.
-func cycle(m *fairrw.RWMutex, mode fairrw.Mode, check *holdCheck) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), throughputTimeout)
-	defer cancel()
-	l, err := acquire(ctx, m, mode)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", mode, m.Owner(), err)
-	}
-	check.enter(mode, l.Token())
-	check.exit(mode)
-	if err := l.Unlock(ctx); err != nil {
-		return "", fmt.Errorf("%s %s unlock: %w", mode, m.Owner(), err)
-	}
-	return l.WokenBy(), nil
 }

@@ -46,7 +46,7 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 	req := m.request(mode, cfg)
 	req.attempt = newRequestID()
 	req.wait = wait
-	req.tracked = tracked && m.c.tracking
+	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{attempt: req.attempt, sent: time.Now()}
 	backoff := minRetryBackoff
 	for {

@@ -74,9 +74,11 @@ func WithClient(c rueidis.Client) Option {
 
 // WithClientOption makes the Client build its own rueidis client from opt,
 // which it closes on Close. Unless opt.DisableCache or opt.AlwaysRESP2 is
-// set, fairrw installs an invalidation hook and has waiters track the lock
-// key (rueidis's default OPTIN client tracking), so that they are also woken
-// when the lock key changes or expires.
+// set, fairrw installs an invalidation hook and has the Redisson policy's
+// waiters track the lock key (rueidis's default OPTIN client tracking), so
+// that they are also woken when it changes or expires, even by a change
+// Java publishes nothing for. The fair policies' releases name who may
+// enter, so their waiters need no tracking.
 // opt.OnInvalidations and opt.ClientTrackingOptions must be unset.
 func WithClientOption(opt rueidis.ClientOption) Option {
 	return optionFunc(func(cfg *config) error {

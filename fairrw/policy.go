@@ -53,7 +53,7 @@ type lockKeys struct {
 	name    string
 	slot    uint16
 	channel string // the pub/sub channel releases publish on
-	tracked string // the key whose invalidation means "try again"
+	tracked string // the key whose invalidation means "try again"; "" for none
 }
 
 type acquireRequest struct {

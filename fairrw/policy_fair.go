@@ -52,7 +52,10 @@ func (fairPolicy) keys(name string) (lockKeys, error) {
 	if err := validateName(name, fk.State, fk.Readers, fk.Channel, compat.Fence(name), compat.AttemptLatch(name, "x"), compat.UnlockLatch(name, "x")); err != nil {
 		return lockKeys{}, err
 	}
-	return lockKeys{name: name, slot: slotOf(name), channel: fk.Channel, tracked: fk.State}, nil
+	// No tracked key: waiters' own attempts write the state (queue entries),
+	// so its invalidations would wake waiters for nothing, and the release
+	// messages already name exactly who may enter.
+	return lockKeys{name: name, slot: slotOf(name), channel: fk.Channel}, nil
 }
 
 // common returns the KEYS and ARGV every fair script starts with.

@@ -34,10 +34,11 @@ const (
 // that is already retrying absorbs a wake-up (it retries once more if its
 // attempt fails), so concurrent signals of one release do not multiply.
 type waitRegistry struct {
-	c      *Client
-	mu     sync.Mutex
-	groups map[string]*waitGroup // by lockKeys.tracked
-	wg     sync.WaitGroup        // subscription loops
+	c         *Client
+	mu        sync.Mutex
+	groups    map[string]*waitGroup // by lockKeys.channel
+	byTracked map[string]*waitGroup // by lockKeys.tracked, where there is one
+	wg        sync.WaitGroup        // subscription loops
 }
 
 type waitGroup struct {
@@ -60,7 +61,7 @@ type waiter struct {
 }
 
 func newWaitRegistry(c *Client) *waitRegistry {
-	return &waitRegistry{c: c, groups: make(map[string]*waitGroup)}
+	return &waitRegistry{c: c, groups: make(map[string]*waitGroup), byTracked: make(map[string]*waitGroup)}
 }
 
 // join adds a waiter to the lock's group, starting the group's subscription
@@ -68,11 +69,14 @@ func newWaitRegistry(c *Client) *waitRegistry {
 func (r *waitRegistry) join(k *lockKeys, mode Mode, owner string) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.groups[k.tracked]
+	g := r.groups[k.channel]
 	if g == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		g = &waitGroup{registry: r, keys: k, ready: make(chan struct{}), cancel: cancel}
-		r.groups[k.tracked] = g
+		r.groups[k.channel] = g
+		if k.tracked != "" {
+			r.byTracked[k.tracked] = g
+		}
 		r.wg.Add(1)
 		go r.subscribe(ctx, g)
 	}
@@ -99,7 +103,8 @@ func (r *waitRegistry) leave(w *waiter) {
 	default:
 	}
 	if len(g.waiters) == 0 {
-		delete(r.groups, g.keys.tracked)
+		delete(r.groups, g.keys.channel)
+		delete(r.byTracked, g.keys.tracked)
 		g.cancel()
 	}
 }
@@ -207,7 +212,7 @@ func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
 		if err != nil {
 			continue
 		}
-		if g := r.groups[key]; g != nil {
+		if g := r.byTracked[key]; g != nil {
 			r.wakeOneLocked(g, wakeInvalidation, 0)
 		}
 	}

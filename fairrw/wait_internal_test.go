@@ -8,9 +8,10 @@ import (
 
 // A waitGroup built by hand: the wake-up rules need no Redis.
 func testGroup(modes ...Mode) (*waitRegistry, *waitGroup, []*waiter) {
-	r := &waitRegistry{c: &Client{closing: make(chan struct{})}, groups: map[string]*waitGroup{}}
-	g := &waitGroup{registry: r, keys: &lockKeys{name: "n", tracked: "n"}, ready: make(chan struct{}), cancel: func() {}}
-	r.groups["n"] = g
+	r := &waitRegistry{c: &Client{closing: make(chan struct{})}, groups: map[string]*waitGroup{}, byTracked: map[string]*waitGroup{}}
+	g := &waitGroup{registry: r, keys: &lockKeys{name: "n", channel: "ch", tracked: "n"}, ready: make(chan struct{}), cancel: func() {}}
+	r.groups["ch"] = g
+	r.byTracked["n"] = g
 	var ws []*waiter
 	for _, m := range modes {
 		w := &waiter{group: g, mode: m, wake: make(chan wakeSource, 1)}
