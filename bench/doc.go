@@ -105,10 +105,13 @@
 // 16 goroutines (each its own handle, on 2 Clients) on 4 lock names, every
 // cycle a write, or a read with probability 90%. contention=none: 64
 // goroutines on 64 names, writes. scripts/grant is EVALSHA+EVAL calls per
-// cycle from INFO commandstats: a grant costs 2 (acquire and unlock), a grant
-// after a wait at least 3 (a failed attempt first), and every wake-up that
-// does not lead to a grant adds one. Also reports the wake-up shares as
-// Contended does. Holds are checked as above.
+// cycle from INFO commandstats: a grant without waiting costs 2 (acquire and
+// unlock), a grant after a wait 4 (a failed attempt, a second one once the
+// waiter's subscription is confirmed, the granted one, the unlock), and every
+// wake-up that does not lead to a grant adds one. redis-cpu-µs/grant is the
+// redis-server's CPU time per cycle. Also reports the wake-up shares as
+// Contended does (none-share: granted without waiting). Holds are checked as
+// above.
 //
 // IdleWaiter: one Client holds the write of a lock for 500ms (one op) while
 // one waiter on another Client waits for a write or a read. Nothing changes

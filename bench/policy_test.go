@@ -85,6 +85,7 @@ func benchPolicyThroughput(b *testing.B, e *env, pc policyCase, w throughputWork
 	}
 	reportRate(b, "cycles/s")
 	b.ReportMetric(float64(after.scripts-before.scripts)/float64(b.N), "scripts/grant")
+	b.ReportMetric(micros(after.cpu-before.cpu)/float64(b.N), "redis-cpu-µs/grant")
 	paths := make(wakePaths)
 	for _, local := range locals {
 		for p, n := range local {
