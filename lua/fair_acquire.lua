@@ -26,7 +26,6 @@ if refused then
   return refused
 end
 purge()
-redis.call('hset', S, 'policy', policy)
 local queue = ARGV[8] == '1'
 local writer = redis.call('hget', S, 'writer')
 local reads = tonumber(redis.call('hget', S, 'r:' .. owner)) or 0
@@ -63,8 +62,10 @@ elseif reads == 0 then
   local head = redis.call('zrange', Q, 0, 0)[1]
   if free and (head == owner or (not head and not queued)) then
     local deadline = now + lease
-    redis.call('zrem', Q, owner)
-    redis.call('hdel', S, 'q:' .. owner)
+    if queued then
+      redis.call('zrem', Q, owner)
+      redis.call('hdel', S, 'q:' .. owner)
+    end
     redis.call('hset', S, 'writer', owner, 'wcount', 1, 'wdeadline', deadline)
     extend(deadline)
     granted = redis.call('incr', F)

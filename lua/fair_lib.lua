@@ -33,7 +33,8 @@ local pf = policy == 'pf'
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- mismatch returns an error reply when the name is held under another policy.
+-- mismatch returns an error reply when the name is held under another
+-- policy, and records this policy on a lock that has none yet.
 local function mismatch()
   local held = redis.call('hget', S, 'policy')
   if held and held ~= policy then
@@ -41,6 +42,9 @@ local function mismatch()
   end
   if redis.call('exists', X) == 1 then
     return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
+  end
+  if not held then
+    redis.call('hset', S, 'policy', policy)
   end
   return nil
 end
