@@ -118,9 +118,13 @@ func (e *env) keys() ([]string, error) {
 }
 
 // newClient returns a fairrw Client built from opt, closed by b's cleanup.
+// Its policy is Redisson's unless extra sets another: the core benchmarks
+// (Uncontended, Handoff, Contended, TryLock, Renewal) measure the
+// Redisson-compatible policy; PolicyThroughput and the fairness benchmarks
+// compare the policies.
 func newClient(b *testing.B, opt rueidis.ClientOption, extra ...fairrw.Option) *fairrw.Client {
 	b.Helper()
-	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, extra...)...)
+	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt), fairrw.WithPolicy(fairrw.Redisson())}, extra...)...)
 	if err != nil {
 		b.Fatalf("fairrw.New: %v", err)
 	}
