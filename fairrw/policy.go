@@ -144,7 +144,10 @@ func parseRelease(res rueidis.RedisResult) (releaseResult, error) {
 // another policy. It is definite: nothing was changed.
 type policyError struct{ msg string }
 
+// Error says which policy holds the name.
 func (e *policyError) Error() string { return ErrPolicyMismatch.Error() + ": " + e.msg }
+
+// Unwrap makes errors.Is(err, ErrPolicyMismatch) hold.
 func (e *policyError) Unwrap() error { return ErrPolicyMismatch }
 
 var attemptAbort = script.New("attempt_abort", true)

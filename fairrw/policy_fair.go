@@ -34,7 +34,9 @@ type fairPolicy struct {
 	label string
 }
 
-func (p fairPolicy) String() string   { return p.label }
+// String returns "writer-preferring" or "phase-fair".
+func (p fairPolicy) String() string { return p.label }
+
 func (p fairPolicy) impl() policyImpl { return p }
 func (p fairPolicy) name() string     { return p.label }
 func (fairPolicy) queued() bool       { return true }

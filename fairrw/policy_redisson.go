@@ -20,7 +20,9 @@ func Redisson() Policy { return redissonPolicy{} }
 
 type redissonPolicy struct{}
 
-func (redissonPolicy) String() string   { return "redisson" }
+// String returns "redisson".
+func (redissonPolicy) String() string { return "redisson" }
+
 func (redissonPolicy) impl() policyImpl { return redissonPolicy{} }
 func (redissonPolicy) name() string     { return "redisson" }
 

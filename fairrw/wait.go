@@ -334,6 +334,7 @@ func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
 
 func (w *waiter) registry() *waitRegistry { return w.group.registry }
 
+// String names the wake-up path, as Lease.WokenBy reports it.
 func (s wakeSource) String() string {
 	switch s {
 	case wakePubSub:
