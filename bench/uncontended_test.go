@@ -74,18 +74,7 @@ func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportAllocs()
-	server := e.sampleServer(b)
-	spread(b, uncontendedGoroutines, func(g int, next func() bool) error {
-		for next() {
-			if err := cycle(g); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	e.reportServer(b, server)
-	reportRate(b, "cycles/s")
+	runCycles(b, e, cycle)
 }
 
 func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, mode fairrw.Mode) {
@@ -109,6 +98,12 @@ func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, mode fairr
 			b.Fatal(err)
 		}
 	}
+	runCycles(b, e, cycle)
+}
+
+// runCycles measures cycle run by uncontendedGoroutines goroutines (each its
+// own g), with the server's figures around the measured loop.
+func runCycles(b *testing.B, e *env, cycle func(g int) error) {
 	b.ReportAllocs()
 	server := e.sampleServer(b)
 	spread(b, uncontendedGoroutines, func(g int, next func() bool) error {

@@ -31,10 +31,7 @@ func (e Env) client(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
 
 // Run runs every scenario as a subtest.
 func Run(t *testing.T, env Env) {
-	scenarios := []struct {
-		name string
-		fn   func(*testing.T, Env)
-	}{
+	scenarios := []scenario{
 		{"ReadersShare", ReadersShare},
 		{"WriteExcludes", WriteExcludes},
 		{"ReentrantWrite", ReentrantWrite},
@@ -57,9 +54,7 @@ func Run(t *testing.T, env Env) {
 		{"Hammer", Hammer},
 		{"FencingTokens", FencingTokens},
 	}
-	for _, s := range scenarios {
-		t.Run(s.name, func(t *testing.T) { s.fn(t, env) })
-	}
+	runScenarios(t, env, scenarios)
 }
 
 // ctx returns a context that ends with the test, bounded so that a broken

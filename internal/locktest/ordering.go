@@ -16,22 +16,35 @@ import (
 // RunWriterPreferring runs the writer-preferring policy's ordering tests.
 func RunWriterPreferring(t *testing.T, env Env) {
 	env.Policy = fairrw.WriterPreferring()
-	t.Run("ReentrantReadWhileWriterWaits", func(t *testing.T) { ReentrantReadWhileWriterWaits(t, env) })
-	t.Run("WaitingWriterTurnsReadersAway", func(t *testing.T) { WaitingWriterTurnsReadersAway(t, env) })
-	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
-	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
-	t.Run("ReadersReturnWhenWriterLeaves", func(t *testing.T) { ReadersReturnWhenWriterLeaves(t, env) })
+	runScenarios(t, env, queueOrdering)
 }
 
-// RunPhaseFair runs the phase-fair policy's ordering tests.
+// RunPhaseFair runs the phase-fair policy's ordering tests: the queue's,
+// and the alternation of phases.
 func RunPhaseFair(t *testing.T, env Env) {
 	env.Policy = fairrw.PhaseFair()
-	t.Run("ReentrantReadWhileWriterWaits", func(t *testing.T) { ReentrantReadWhileWriterWaits(t, env) })
-	t.Run("WaitingWriterTurnsReadersAway", func(t *testing.T) { WaitingWriterTurnsReadersAway(t, env) })
-	t.Run("WritersFIFO", func(t *testing.T) { WritersFIFO(t, env) })
-	t.Run("CancelledWriterLeavesQueue", func(t *testing.T) { CancelledWriterLeavesQueue(t, env) })
-	t.Run("ReadersEnterBetweenWriters", func(t *testing.T) { ReadersEnterBetweenWriters(t, env) })
-	t.Run("ReadersReturnWhenWriterLeaves", func(t *testing.T) { ReadersReturnWhenWriterLeaves(t, env) })
+	runScenarios(t, env, append(queueOrdering, scenario{"ReadersEnterBetweenWriters", ReadersEnterBetweenWriters}))
+}
+
+type scenario struct {
+	name string
+	fn   func(*testing.T, Env)
+}
+
+// queueOrdering holds what both fair policies promise about their queue.
+var queueOrdering = []scenario{
+	{"ReentrantReadWhileWriterWaits", ReentrantReadWhileWriterWaits},
+	{"WaitingWriterTurnsReadersAway", WaitingWriterTurnsReadersAway},
+	{"WritersFIFO", WritersFIFO},
+	{"CancelledWriterLeavesQueue", CancelledWriterLeavesQueue},
+	{"ReadersReturnWhenWriterLeaves", ReadersReturnWhenWriterLeaves},
+}
+
+// runScenarios runs each scenario as a subtest.
+func runScenarios(t *testing.T, env Env, scenarios []scenario) {
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) { s.fn(t, env) })
+	}
 }
 
 // queueUp starts an acquire and waits until it is blocked (queued).
