@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/fairrw/rwlock/internal/fairness"
+
 	"context"
 	"errors"
 	"fmt"
@@ -335,7 +337,7 @@ func (st *classStats) report(b *testing.B, runs, span float64) {
 	b.ReportMetric(float64(st.timeouts)/runs, st.label+"-timeouts")
 	b.ReportMetric(float64(st.inWindow)/span, st.label+"-grants/s")
 	if len(st.perWorker) > 1 {
-		b.ReportMetric(jain(st.perWorker), st.label+"-jain")
+		b.ReportMetric(fairness.Jain(st.perWorker), st.label+"-jain")
 	}
 	lo, hi := slices.Min(st.perWorker), slices.Max(st.perWorker)
 	uneven := ""
@@ -344,18 +346,4 @@ func (st *classStats) report(b *testing.B, runs, span float64) {
 	}
 	b.Logf("%s: %d requests, %d granted, %d timed out; grants per worker in the window %v%s; woken by %v",
 		st.label, len(st.waits), st.grants, st.timeouts, st.perWorker, uneven, st.paths)
-}
-
-// jain is Jain's fairness index of x: 1 when even, 1/len(x) when one took
-// everything, 0 when there is nothing.
-func jain(x []int) float64 {
-	var sum, squares float64
-	for _, v := range x {
-		sum += float64(v)
-		squares += float64(v) * float64(v)
-	}
-	if squares == 0 {
-		return 0
-	}
-	return sum * sum / (float64(len(x)) * squares)
 }

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/fairrw/rwlock/internal/fairness"
+
 	"math"
 	"sync/atomic"
 	"testing"
@@ -110,7 +112,7 @@ func TestJain(t *testing.T) {
 		{[]int{0, 0}, 0},
 		{[]int{1, 3}, 16.0 / 20},
 	} {
-		if got := jain(tc.x); math.Abs(got-tc.want) > 1e-12 {
+		if got := fairness.Jain(tc.x); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("jain(%v) = %v, want %v", tc.x, got, tc.want)
 		}
 	}
