@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"github.com/fairrw/rwlock/internal/fairness"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/fairness"
 )
 
 // floodSecondsEnv overrides the window of one closed-loop run (seconds).

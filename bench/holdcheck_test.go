@@ -1,13 +1,12 @@
 package bench
 
 import (
-	"github.com/fairrw/rwlock/internal/fairness"
-
 	"math"
 	"sync/atomic"
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/fairness"
 )
 
 // holdCheck sees, in this process, every hold of one lock name between its
