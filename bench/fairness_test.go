@@ -2,13 +2,10 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,9 +47,12 @@ type workerClass struct {
 	thinkMax time.Duration
 }
 
-// think draws a think time, uniform in [thinkMin, thinkMax].
-func (c *workerClass) think() time.Duration {
-	return c.thinkMin + rand.N(c.thinkMax-c.thinkMin+1)
+// kind is the class's kind of request.
+func (c *workerClass) kind() fairness.Class {
+	if c.mode == fairrw.Read {
+		return fairness.Reader
+	}
+	return fairness.Writer
 }
 
 // scenario is a closed-loop workload whose classes share one lock name.
@@ -114,12 +114,15 @@ func runScenario(b *testing.B, e *env, s scenario, pc policyCase, window time.Du
 	workers := newLoopWorkers(b, e.option(0, false), pc.policy, e.name(s.name, pc.name), s.classes)
 	check := new(holdCheck)
 	before := e.sampleServer(b)
+	var runs []loopRecord
 	b.ResetTimer()
 	for range b.N {
-		r := &loopRun{window: window, check: check}
-		if err := r.run(workers); err != nil {
+		lp := &fairness.Loop{Window: window, Rec: new(fairness.Recorder), OnGrant: check.onGrant}
+		start, err := lp.Run(context.Background(), workers)
+		if err != nil {
 			b.Fatalf("run: %v", err)
 		}
+		runs = append(runs, loopRecord{start: start, rec: lp.Rec})
 	}
 	b.StopTimer()
 	after := e.sampleServer(b)
@@ -128,35 +131,24 @@ func runScenario(b *testing.B, e *env, s scenario, pc policyCase, window time.Du
 	span := window.Seconds() * float64(b.N)
 	total := 0
 	for i := range s.classes {
-		st := summarize(&s.classes[i], workers, window)
+		st := summarize(&s.classes[i], runs, window)
 		st.report(b, float64(b.N), span)
 		total += st.inWindow
 	}
 	b.ReportMetric(float64(total)/span, "grants/s")
 }
 
-// loopWorker is one closed-loop worker and the requests it recorded, over
-// every run of its benchmark.
-type loopWorker struct {
-	class     *workerClass
-	m         *fairrw.RWMutex
-	recording bool // its requests are samples of the current run
-	requests  []request
-}
-
-// request is one recorded acquire.
-type request struct {
-	wait     time.Duration // granted minus asked; the window for a timed-out request
-	granted  time.Duration // grant time since the run's start
-	timedOut bool
-	woken    string // Lease.WokenBy
+// loopRecord is what one closed-loop run recorded, and when it started.
+type loopRecord struct {
+	start time.Time
+	rec   *fairness.Recorder
 }
 
 // newLoopWorkers builds every class's Clients (closed by b's cleanup) and
 // workers on the lock name.
-func newLoopWorkers(b *testing.B, opt rueidis.ClientOption, p fairrw.Policy, name string, classes []workerClass) []*loopWorker {
+func newLoopWorkers(b *testing.B, opt rueidis.ClientOption, p fairrw.Policy, name string, classes []workerClass) []*fairness.Worker {
 	b.Helper()
-	var workers []*loopWorker
+	var workers []*fairness.Worker
 	for i := range classes {
 		class := &classes[i]
 		clients := make([]*fairrw.Client, class.clients)
@@ -165,126 +157,13 @@ func newLoopWorkers(b *testing.B, opt rueidis.ClientOption, p fairrw.Policy, nam
 			warmUp(b, clients[j].RWMutex(name))
 		}
 		for j := range class.workers {
-			workers = append(workers, &loopWorker{class: class, m: clients[j%len(clients)].RWMutex(name)})
+			workers = append(workers, &fairness.Worker{
+				Class: class.kind(), Index: j, Mutex: clients[j%len(clients)].RWMutex(name),
+				Hold: class.hold, Think: fairness.UniformThink(class.thinkMin, class.thinkMax),
+			})
 		}
 	}
 	return workers
-}
-
-// loopRun is one closed-loop run. Requests asked within the window are
-// recorded, each bounded by a context of the window's length: a request
-// still waiting then is recorded as timed out, at the window. The workers
-// keep looping past the window, unrecorded, so that every recorded request
-// waits under the same load until it ends; the run stops (cancelling the
-// unrecorded requests) once every worker has asked past the window.
-type loopRun struct {
-	window  time.Duration
-	check   *holdCheck
-	start   time.Time
-	stop    context.Context
-	pending sync.WaitGroup // workers still recording
-}
-
-func (r *loopRun) run(workers []*loopWorker) error {
-	stop, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r.stop = stop
-	r.pending.Add(len(workers))
-	errs := make([]error, len(workers))
-	var wg sync.WaitGroup
-	r.start = time.Now()
-	for i, w := range workers {
-		w.recording = true
-		wg.Go(func() {
-			if errs[i] = r.work(w); errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	r.pending.Wait()
-	cancel()
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (r *loopRun) work(w *loopWorker) error {
-	defer r.stopRecording(w)
-	for r.stop.Err() == nil {
-		l, err := r.ask(w)
-		if err != nil {
-			return err
-		}
-		if l != nil {
-			if err := r.hold(w, l); err != nil {
-				return err
-			}
-		}
-		pause(r.stop, w.class.think())
-	}
-	return nil
-}
-
-func (r *loopRun) stopRecording(w *loopWorker) {
-	if w.recording {
-		w.recording = false
-		r.pending.Done()
-	}
-}
-
-// ask makes one request and records it if it was asked within the window.
-// It returns a nil Lease for a request that timed out or that the run's end
-// cancelled.
-func (r *loopRun) ask(w *loopWorker) (*fairrw.Lease, error) {
-	asked := time.Now()
-	if asked.Sub(r.start) >= r.window {
-		r.stopRecording(w)
-	}
-	record := w.recording
-	ctx, cancel := r.stop, context.CancelFunc(func() {})
-	if record {
-		ctx, cancel = context.WithTimeout(r.stop, r.window)
-	}
-	defer cancel()
-	l, err := acquire(ctx, w.m, w.class.mode)
-	wait := time.Since(asked)
-	switch {
-	case err == nil:
-		if record {
-			w.requests = append(w.requests, request{wait: wait, granted: asked.Add(wait).Sub(r.start), woken: l.WokenBy()})
-		}
-		return l, nil
-	case r.stop.Err() != nil: // the run ended, or another worker failed
-		return nil, nil
-	case record && errors.Is(err, context.DeadlineExceeded):
-		w.requests = append(w.requests, request{wait: r.window, timedOut: true})
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%s %s: %w", w.class.label, w.m.Owner(), err)
-}
-
-// hold keeps the lease for the class's hold time, checked by r.check, then
-// unlocks it.
-func (r *loopRun) hold(w *loopWorker, l *fairrw.Lease) error {
-	r.check.enter(w.class.mode, l.Token())
-	time.Sleep(w.class.hold)
-	r.check.exit(w.class.mode)
-	if err := l.Unlock(context.Background()); err != nil {
-		return fmt.Errorf("%s %s unlock: %w", w.class.label, w.m.Owner(), err)
-	}
-	return nil
-}
-
-// pause sleeps for d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // classStats are one class's recorded requests over every run.
@@ -298,27 +177,23 @@ type classStats struct {
 	paths     wakePaths
 }
 
-func summarize(class *workerClass, workers []*loopWorker, window time.Duration) classStats {
-	st := classStats{label: class.label, paths: make(wakePaths)}
-	for _, w := range workers {
-		if w.class != class {
-			continue
-		}
-		n := 0
-		for _, q := range w.requests {
-			st.waits = append(st.waits, q.wait)
-			switch {
-			case q.timedOut:
+func summarize(class *workerClass, runs []loopRecord, window time.Duration) classStats {
+	st := classStats{label: class.label, paths: make(wakePaths), perWorker: make([]int, class.workers)}
+	for _, run := range runs {
+		for _, q := range run.rec.Requests(class.kind()) {
+			st.waits = append(st.waits, q.Wait)
+			granted, ok := q.Granted()
+			if !ok {
 				st.timeouts++
 				continue
-			case q.granted < window:
-				n++
+			}
+			if granted.Sub(run.start) < window {
+				st.perWorker[q.Client]++
+				st.inWindow++
 			}
 			st.grants++
-			st.paths[q.woken]++
+			st.paths[q.Woken]++
 		}
-		st.inWindow += n
-		st.perWorker = append(st.perWorker, n)
 	}
 	slices.Sort(st.waits)
 	return st
@@ -329,9 +204,9 @@ func summarize(class *workerClass, workers []*loopWorker, window time.Duration) 
 func (st *classStats) report(b *testing.B, runs, span float64) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, p := range []float64{50, 90, 99} {
-		b.ReportMetric(ms(percentile(st.waits, p)), fmt.Sprintf("%s-p%g-ms", st.label, p))
+		b.ReportMetric(ms(fairness.Percentile(st.waits, p)), fmt.Sprintf("%s-p%g-ms", st.label, p))
 	}
-	b.ReportMetric(ms(percentile(st.waits, 100)), st.label+"-max-ms")
+	b.ReportMetric(ms(fairness.Percentile(st.waits, 100)), st.label+"-max-ms")
 	b.ReportMetric(float64(st.grants)/runs, st.label+"-grants")
 	b.ReportMetric(float64(st.timeouts)/runs, st.label+"-timeouts")
 	b.ReportMetric(float64(st.inWindow)/span, st.label+"-grants/s")

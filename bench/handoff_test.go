@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/fairness"
 )
 
 const (
@@ -100,8 +101,8 @@ func benchHandoff(b *testing.B, e *env, tr transport, holderMode, waiterMode fai
 	b.StopTimer()
 
 	slices.Sort(samples)
-	b.ReportMetric(micros(percentile(samples, 50)), "p50-µs")
-	b.ReportMetric(micros(percentile(samples, 99)), "p99-µs")
+	b.ReportMetric(micros(fairness.Percentile(samples, 50)), "p50-µs")
+	b.ReportMetric(micros(fairness.Percentile(samples, 99)), "p99-µs")
 	b.ReportMetric(micros(samples[len(samples)-1]), "max-µs")
 	paths.report(b)
 	if n := paths["timer"] + paths[""]; n > 0 {

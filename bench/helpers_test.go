@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,18 +198,6 @@ func reportRate(b *testing.B, unit string) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N)/s, unit)
 	}
-}
-
-// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
-// sorted: the smallest sample such that at least p% of the samples are at
-// or below it. It returns 0 for no samples.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	rank = min(max(rank, 1), len(sorted))
-	return sorted[rank-1]
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

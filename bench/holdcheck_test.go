@@ -54,6 +54,14 @@ func (h *holdCheck) exit(mode fairrw.Mode) {
 
 // verify fails b if any hold overlapped one it excludes, or a token was out
 // of order.
+// onGrant is a fairness.Loop grant hook: it checks the hold from its grant
+// to its end.
+func (h *holdCheck) onGrant(w *fairness.Worker, l *fairrw.Lease) func() {
+	mode := w.Class.Mode()
+	h.enter(mode, l.Token())
+	return func() { h.exit(mode) }
+}
+
 func (h *holdCheck) verify(b *testing.B) {
 	b.Helper()
 	if n := h.overlaps.Load(); n > 0 {

@@ -39,6 +39,9 @@ type Request struct {
 	Wait time.Duration
 	// TimedOut marks a request that was never granted.
 	TimedOut bool
+	// Woken is what ended a granted request's wait (Lease.WokenBy): ""
+	// when it was granted without waiting.
+	Woken string
 }
 
 // Granted returns when the request was granted, and false for a request

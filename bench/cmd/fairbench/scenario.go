@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
@@ -111,14 +109,6 @@ var policies = []policyCase{
 	{"phase-fair", fairrw.PhaseFair()},
 }
 
-// worker is one closed-loop worker.
-type worker struct {
-	class     *class
-	index     int // within its class: fairness.Request.Client
-	m         *fairrw.RWMutex
-	recording bool
-}
-
 // outcome is what one run of a scenario under a policy recorded.
 type outcome struct {
 	start   time.Time
@@ -141,7 +131,7 @@ func runScenario(ctx context.Context, r *redisEnv, s scenario, pc policyCase, na
 			c.Close()
 		}
 	}()
-	var workers []*worker
+	var workers []*fairness.Worker
 	for i := range s.classes {
 		cl := &s.classes[i]
 		own := make([]*fairrw.Client, cl.clients)
@@ -157,36 +147,29 @@ func runScenario(ctx context.Context, r *redisEnv, s scenario, pc policyCase, na
 			}
 		}
 		for j := range cl.workers {
-			workers = append(workers, &worker{class: cl, index: j, m: own[j%len(own)].RWMutex(name)})
+			workers = append(workers, &fairness.Worker{
+				Class: cl.kind, Index: j, Mutex: own[j%len(own)].RWMutex(name), Hold: cl.hold, Think: cl.thinkRule(),
+			})
 		}
 	}
+	lp := &fairness.Loop{Window: window, Rec: new(fairness.Recorder)}
+	start, err := lp.Run(ctx, workers)
+	if err != nil {
+		return nil, err
+	}
+	return &outcome{start: start, window: window, elapsed: time.Since(start), rec: lp.Rec}, nil
+}
 
-	stop, cancel := context.WithCancel(ctx)
-	defer cancel()
-	lr := &loopRun{window: window, stop: stop, rec: new(fairness.Recorder)}
-	lr.pending.Add(len(workers))
-	errs := make([]error, len(workers))
-	var wg sync.WaitGroup
-	lr.start = time.Now()
-	for i, w := range workers {
-		w.recording = true
-		wg.Go(func() {
-			if errs[i] = lr.work(w); errs[i] != nil {
-				cancel()
-			}
-		})
+// thinkRule is the class's pause after a release.
+func (c *class) thinkRule() func(time.Duration) time.Duration {
+	switch {
+	case c.period > 0:
+		return fairness.PeriodThink(c.period)
+	case c.thinkMax > 0:
+		return fairness.UniformThink(c.thinkMin, c.thinkMax)
+	default:
+		return nil
 	}
-	lr.pending.Wait()
-	cancel()
-	wg.Wait()
-	elapsed := time.Since(lr.start)
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return &outcome{start: lr.start, window: window, elapsed: elapsed, rec: lr.rec}, nil
 }
 
 // warmUp loads the policy's scripts with one write lock+unlock.
@@ -201,98 +184,4 @@ func warmUp(ctx context.Context, m *fairrw.RWMutex) error {
 		return fmt.Errorf("warm-up unlock: %w", err)
 	}
 	return nil
-}
-
-// loopRun is one closed-loop run.
-type loopRun struct {
-	window  time.Duration
-	start   time.Time
-	stop    context.Context
-	rec     *fairness.Recorder
-	pending sync.WaitGroup // workers still recording
-}
-
-func (r *loopRun) work(w *worker) error {
-	defer r.stopRecording(w)
-	for r.stop.Err() == nil {
-		l, err := r.ask(w)
-		if err != nil {
-			return err
-		}
-		if l != nil {
-			if w.class.hold > 0 {
-				time.Sleep(w.class.hold)
-			}
-			if err := l.Unlock(context.Background()); err != nil {
-				return fmt.Errorf("%s %s unlock: %w", w.class.kind, w.m.Owner(), err)
-			}
-		}
-		r.think(w.class)
-	}
-	return nil
-}
-
-func (r *loopRun) stopRecording(w *worker) {
-	if w.recording {
-		w.recording = false
-		r.pending.Done()
-	}
-}
-
-// ask makes one request, recorded if it was asked within the window. It
-// returns a nil Lease for a request that timed out or that the run's end
-// cancelled.
-func (r *loopRun) ask(w *worker) (*fairrw.Lease, error) {
-	asked := time.Now()
-	if asked.Sub(r.start) >= r.window {
-		r.stopRecording(w)
-	}
-	record := w.recording
-	ctx, cancel := r.stop, context.CancelFunc(func() {})
-	if record {
-		ctx, cancel = context.WithTimeout(r.stop, r.window)
-	}
-	defer cancel()
-	var l *fairrw.Lease
-	var err error
-	if w.class.kind == fairness.Reader {
-		l, err = w.m.RLock(ctx)
-	} else {
-		l, err = w.m.Lock(ctx)
-	}
-	granted := time.Now()
-	switch {
-	case err == nil:
-		if record {
-			r.rec.Grant(w.class.kind, w.index, asked, granted)
-		}
-		return l, nil
-	case r.stop.Err() != nil: // the run ended, or another worker failed
-		return nil, nil
-	case record && errors.Is(err, context.DeadlineExceeded):
-		r.rec.Timeout(w.class.kind, w.index, asked, r.window)
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%s %s: %w", w.class.kind, w.m.Owner(), err)
-}
-
-// think pauses between a release and the next request.
-func (r *loopRun) think(c *class) {
-	var d time.Duration
-	if c.period > 0 {
-		since := time.Since(r.start)
-		next := (since/c.period + 1) * c.period
-		d = next - since
-	} else if c.thinkMax > 0 {
-		d = c.thinkMin + rand.N(c.thinkMax-c.thinkMin+1)
-	}
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-r.stop.Done():
-	}
 }
