@@ -14,6 +14,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
 const (
@@ -171,7 +173,7 @@ func containerAddr(ctx context.Context, ctr testcontainers.Container) (string, e
 	for {
 		errs = errs[:0]
 		for _, addr := range candidates {
-			if err := pingWithin(addr, time.Second); err == nil {
+			if err := redisnet.PingWithin(addr, time.Second); err == nil {
 				return addr, nil
 			} else {
 				errs = append(errs, fmt.Errorf("%s: %w", addr, err))

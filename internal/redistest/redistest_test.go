@@ -13,6 +13,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/testcontainers/testcontainers-go"
 	"go.uber.org/goleak"
+
+	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
 func TestMain(m *testing.M) {
@@ -128,7 +130,7 @@ func TestStartProcessLifecycle(t *testing.T) {
 	if r.Kind != KindProcess || !strings.HasPrefix(r.Addr, "127.0.0.1:") {
 		t.Fatalf("got Kind %q Addr %q", r.Kind, r.Addr)
 	}
-	if err := ping(r.Addr); err != nil {
+	if err := redisnet.Ping(r.Addr); err != nil {
 		t.Fatal(err)
 	}
 	c := r.Client(t, nil)
@@ -146,7 +148,7 @@ func TestStartProcessLifecycle(t *testing.T) {
 	if !exited(first) {
 		t.Fatalf("old pid %d still exists after Restart", first)
 	}
-	if err := ping(r.Addr); err != nil {
+	if err := redisnet.Ping(r.Addr); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
 	// rueidis reconnects by itself; the data is gone (--save "").
@@ -167,7 +169,7 @@ func TestStartProcessLifecycle(t *testing.T) {
 	if !exited(second) {
 		t.Fatalf("pid %d still exists after Kill", second)
 	}
-	if err := ping(r.Addr); err == nil {
+	if err := redisnet.Ping(r.Addr); err == nil {
 		t.Fatal("PING answered after Kill")
 	}
 	r.Kill(t) // no-op
@@ -197,7 +199,7 @@ func TestStartProcessLifecycle(t *testing.T) {
 	if !exited(third) {
 		t.Fatalf("pid %d still exists after Stop", third)
 	}
-	if err := ping(r.Addr); err == nil {
+	if err := redisnet.Ping(r.Addr); err == nil {
 		t.Fatal("PING answered after Stop")
 	}
 }
@@ -206,18 +208,18 @@ func TestPauseResume(t *testing.T) {
 	t.Parallel()
 	r := StartProcess(t)
 	r.Pause(t)
-	if _, err := command(r.Addr, 300*time.Millisecond, "PING"); err == nil {
+	if _, err := redisnet.Command(r.Addr, 300*time.Millisecond, "PING"); err == nil {
 		t.Fatal("paused server answered PING")
 	}
 	r.Resume(t)
-	if err := ping(r.Addr); err != nil {
+	if err := redisnet.Ping(r.Addr); err != nil {
 		t.Fatalf("after Resume: %v", err)
 	}
 
 	// Stop and Restart work on a paused server.
 	r.Pause(t)
 	r.Restart(t)
-	if err := ping(r.Addr); err != nil {
+	if err := redisnet.Ping(r.Addr); err != nil {
 		t.Fatalf("restart of paused server: %v", err)
 	}
 	r.Pause(t)
@@ -372,7 +374,7 @@ func TestStartContainer(t *testing.T) {
 		t.Fatalf("Kind %q", r.Kind)
 	}
 	t.Logf("container Redis at %s", r.Addr)
-	if err := ping(r.Addr); err != nil {
+	if err := redisnet.Ping(r.Addr); err != nil {
 		t.Fatal(err)
 	}
 	c := r.Client(t, nil)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
 const (
@@ -41,7 +43,7 @@ type process struct {
 func Start(tb testing.TB) *Redis {
 	tb.Helper()
 	if addr := os.Getenv(EnvAddr); addr != "" {
-		if err := waitPing(addr, envTimeout, nil); err != nil {
+		if err := redisnet.WaitPing(addr, envTimeout, nil); err != nil {
 			tb.Fatalf("redistest: %s=%s: %v", EnvAddr, addr, err)
 		}
 		return &Redis{Addr: addr, Kind: KindEnv}
@@ -112,7 +114,7 @@ func startProcess(tb testing.TB, bin string, extraArgs []string) *Redis {
 	var err error
 	for attempt := 1; attempt <= portAttempts; attempt++ {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = redisnet.FreePort(); err != nil {
 			tb.Fatalf("redistest: pick a free port: %v", err)
 		}
 		r.Addr = "127.0.0.1:" + strconv.Itoa(port)
@@ -163,7 +165,7 @@ func (r *Redis) startLocked() error {
 	}()
 	r.proc, r.paused = p, false
 
-	if err := waitPing(r.Addr, startTimeout, p.done); err != nil {
+	if err := redisnet.WaitPing(r.Addr, startTimeout, p.done); err != nil {
 		if kerr := r.killLocked(); kerr != nil {
 			err = errors.Join(err, kerr)
 		} else if p.err != nil {
@@ -199,7 +201,7 @@ func (r *Redis) stopLocked() error {
 		r.paused = false
 	}
 	// The connection is closed by the server instead of a reply.
-	if _, err := command(r.Addr, 2*time.Second, "SHUTDOWN", "NOSAVE"); err != nil && sigTerm != nil {
+	if _, err := redisnet.Command(r.Addr, 2*time.Second, "SHUTDOWN", "NOSAVE"); err != nil && sigTerm != nil {
 		select {
 		case <-p.done:
 		default:

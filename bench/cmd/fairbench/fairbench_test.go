@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
 // TestMain fails the run if any goroutine (a Client's loops, a rueidis
@@ -158,7 +160,7 @@ func TestEmbeddedRedisServer(t *testing.T) {
 	if m == nil || m[1] == "unknown" {
 		t.Fatalf("no redis-server version and address in the header:\n%s\n%s", stdout, stderr)
 	}
-	if err := ping(m[2]); err == nil {
+	if err := redisnet.Ping(m[2]); err == nil {
 		t.Errorf("redis-server at %s still answers after the run", m[2])
 	}
 }

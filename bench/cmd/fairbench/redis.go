@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
 // Kinds of Redis the run can use.
@@ -45,7 +45,7 @@ func startRedis(addr, want string, stderr io.Writer) (*redisEnv, error) {
 	case addr != "":
 		r := &redisEnv{Kind: kindExternal, Addr: addr, stop: func() error { return nil },
 			option: rueidis.ClientOption{InitAddress: []string{addr}}}
-		if err := waitPing(addr, redisStartTimeout, nil); err != nil {
+		if err := redisnet.WaitPing(addr, redisStartTimeout, nil); err != nil {
 			return nil, fmt.Errorf("-addr %s: %w", addr, err)
 		}
 		return r, nil
@@ -88,7 +88,7 @@ func startServer(bin string) (*redisEnv, error) {
 	}
 	var lastErr error
 	for range 5 { // another process may take the port between pick and bind
-		port, err := freePort()
+		port, err := redisnet.FreePort()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("pick a free port: %w", err)
@@ -126,7 +126,7 @@ func runServer(bin, dir string, port int) (*redisEnv, error) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	if err := waitPing(addr, redisStartTimeout, exited); err != nil {
+	if err := redisnet.WaitPing(addr, redisStartTimeout, exited); err != nil {
 		kill()
 		return nil, fmt.Errorf("%s on %s: %w\n%s", bin, addr, err, tail(out.String(), 20))
 	}
@@ -138,57 +138,6 @@ func runServer(bin, dir string, port int) (*redisEnv, error) {
 			return os.RemoveAll(dir)
 		},
 	}, nil
-}
-
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitPing waits until addr answers PING with PONG, for at most timeout, or
-// until exited (may be nil) is closed.
-func waitPing(addr string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := ping(addr)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New("redis-server exited before answering PING")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG within %v: %w", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
 }
 
 // serverVersion reads redis_version from INFO server; "unknown" when the
