@@ -158,7 +158,7 @@ func newLoopWorkers(b *testing.B, opt rueidis.ClientOption, p fairrw.Policy, nam
 		}
 		for j := range class.workers {
 			workers = append(workers, &fairness.Worker{
-				Class: class.kind(), Index: j, Mutex: clients[j%len(clients)].RWMutex(name),
+				Class: class.kind(), Index: j, Mutex: fairness.RW(clients[j%len(clients)].RWMutex(name)),
 				Hold: class.hold, Think: fairness.UniformThink(class.thinkMin, class.thinkMax),
 			})
 		}

@@ -55,10 +55,10 @@ func (h *holdCheck) exit(mode fairrw.Mode) {
 // verify fails b if any hold overlapped one it excludes, or a token was out
 // of order.
 // onGrant is a fairness.Loop grant hook: it checks the hold from its grant
-// to its end.
-func (h *holdCheck) onGrant(w *fairness.Worker, l *fairrw.Lease) func() {
+// to its end. The holds are fairrw Leases (fairness.RW).
+func (h *holdCheck) onGrant(w *fairness.Worker, hold fairness.Hold) func() {
 	mode := w.Class.Mode()
-	h.enter(mode, l.Token())
+	h.enter(mode, hold.(*fairrw.Lease).Token())
 	return func() { h.exit(mode) }
 }
 

@@ -16,7 +16,7 @@ import (
 type Worker struct {
 	Class Class
 	Index int // within its class: Request.Client
-	Mutex *fairrw.RWMutex
+	Mutex Mutex
 	Hold  time.Duration
 	// Think returns the pause after a release, given the time since the
 	// run's start; nil for none. See UniformThink and PeriodThink.
@@ -56,7 +56,7 @@ type Loop struct {
 	Rec    *Recorder
 	// OnGrant, if set, is called when a worker is granted, before its hold;
 	// the function it returns is called when the hold ends, before Unlock.
-	OnGrant func(w *Worker, l *fairrw.Lease) (holdEnds func())
+	OnGrant func(w *Worker, h Hold) (holdEnds func())
 
 	start   time.Time
 	stop    context.Context
@@ -117,9 +117,9 @@ func (lp *Loop) stopRecording(w *Worker) {
 }
 
 // ask makes one request, recorded if it was asked within the window. It
-// returns a nil Lease for a request that timed out or that the run's end
+// returns a nil Hold for a request that timed out or that the run's end
 // cancelled.
-func (lp *Loop) ask(w *Worker) (*fairrw.Lease, error) {
+func (lp *Loop) ask(w *Worker) (Hold, error) {
 	asked := time.Now()
 	if asked.Sub(lp.start) >= lp.Window {
 		lp.stopRecording(w)
@@ -130,13 +130,7 @@ func (lp *Loop) ask(w *Worker) (*fairrw.Lease, error) {
 		ctx, cancel = context.WithTimeout(lp.stop, lp.Window)
 	}
 	defer cancel()
-	var l *fairrw.Lease
-	var err error
-	if w.Class == Reader {
-		l, err = w.Mutex.RLock(ctx)
-	} else {
-		l, err = w.Mutex.Lock(ctx)
-	}
+	l, err := w.Mutex.Acquire(ctx, w.Class)
 	granted := time.Now()
 	switch {
 	case err == nil:
@@ -153,9 +147,9 @@ func (lp *Loop) ask(w *Worker) (*fairrw.Lease, error) {
 	return nil, fmt.Errorf("%s %s: %w", w.Class, w.Mutex.Owner(), err)
 }
 
-// hold keeps the lease for the worker's hold time, then unlocks it; the
+// hold keeps the hold for the worker's hold time, then unlocks it; the
 // OnGrant hook sees the hold from its grant to its end, before the Unlock.
-func (lp *Loop) hold(w *Worker, l *fairrw.Lease) error {
+func (lp *Loop) hold(w *Worker, l Hold) error {
 	holdEnds := func() {}
 	if lp.OnGrant != nil {
 		holdEnds = lp.OnGrant(w, l)

@@ -23,13 +23,13 @@ func TestLoop(t *testing.T) {
 	defer c.Close()
 	var workers []*Worker
 	for i := range 3 {
-		workers = append(workers, &Worker{Class: Reader, Index: i, Mutex: c.RWMutex("loop"), Hold: 5 * time.Millisecond, Think: UniformThink(0, time.Millisecond)})
+		workers = append(workers, &Worker{Class: Reader, Index: i, Mutex: RW(c.RWMutex("loop")), Hold: 5 * time.Millisecond, Think: UniformThink(0, time.Millisecond)})
 	}
-	workers = append(workers, &Worker{Class: Writer, Index: 0, Mutex: c.RWMutex("loop"), Hold: 2 * time.Millisecond, Think: PeriodThink(20 * time.Millisecond)})
+	workers = append(workers, &Worker{Class: Writer, Index: 0, Mutex: RW(c.RWMutex("loop")), Hold: 2 * time.Millisecond, Think: PeriodThink(20 * time.Millisecond)})
 
 	var active, grants, overlaps atomic.Int64
 	const window = 300 * time.Millisecond
-	lp := &Loop{Window: window, Rec: new(Recorder), OnGrant: func(w *Worker, l *fairrw.Lease) func() {
+	lp := &Loop{Window: window, Rec: new(Recorder), OnGrant: func(w *Worker, _ Hold) func() {
 		grants.Add(1)
 		delta := int64(1)
 		if w.Class == Writer {

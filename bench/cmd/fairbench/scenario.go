@@ -148,7 +148,7 @@ func runScenario(ctx context.Context, r *redisEnv, s scenario, pc policyCase, na
 		}
 		for j := range cl.workers {
 			workers = append(workers, &fairness.Worker{
-				Class: cl.kind, Index: j, Mutex: own[j%len(own)].RWMutex(name), Hold: cl.hold, Think: cl.thinkRule(),
+				Class: cl.kind, Index: j, Mutex: fairness.RW(own[j%len(own)].RWMutex(name)), Hold: cl.hold, Think: cl.thinkRule(),
 			})
 		}
 	}
