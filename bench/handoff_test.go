@@ -81,7 +81,7 @@ func benchHandoff(b *testing.B, e *env, tr transport, holderMode, waiterMode fai
 			l, err := acquire(wctx, wm, waiterMode, lease)
 			done <- granted{lease: l, at: time.Now(), err: err}
 		}()
-		if err := awaitBlocked(ctx, e, channel, scriptCalls(before), done); err != nil {
+		if err := awaitBlocked(ctx, e, channel, before.Scripts(), done); err != nil {
 			b.Fatalf("waiter did not block: %v", err)
 		}
 		if err := hl.Unlock(ctx); err != nil {
@@ -137,7 +137,7 @@ func awaitBlocked(ctx context.Context, e *env, channel string, base int64, done 
 			if err != nil {
 				return err
 			}
-			if scriptCalls(stats) >= base+2 {
+			if stats.Scripts() >= base+2 {
 				return nil
 			}
 		}

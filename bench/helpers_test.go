@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -253,18 +254,9 @@ func (w wakePaths) String() string {
 	return sb.String()
 }
 
-// cmdStat is one command's line of INFO commandstats.
-type cmdStat struct {
-	calls, usec int64
-}
-
 // commandStats reads INFO commandstats.
-func commandStats(ctx context.Context, rdb rueidis.Client) (map[string]cmdStat, error) {
-	info, err := rdb.Do(ctx, rdb.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		return nil, err
-	}
-	return parseCommandStats(info), nil
+func commandStats(ctx context.Context, rdb rueidis.Client) (redisinfo.Stats, error) {
+	return redisinfo.Read(ctx, rdb)
 }
 
 // serverSample is what Redis reports about its own work so far.
@@ -283,8 +275,8 @@ func (e *env) sampleServer(b *testing.B) serverSample {
 	if err != nil {
 		b.Fatalf("INFO: %v", err)
 	}
-	tracked, _ := strconv.ParseInt(infoField(info, "tracking_total_keys"), 10, 64)
-	return serverSample{cpu: parseCPU(info), scripts: scriptCalls(parseCommandStats(info)), tracked: tracked}
+	tracked, _ := strconv.ParseInt(redisinfo.Field(info, "tracking_total_keys"), 10, 64)
+	return serverSample{cpu: redisinfo.CPU(info), scripts: redisinfo.ParseCommandStats(info).Scripts(), tracked: tracked}
 }
 
 // reportServer reports, since before, the Redis CPU time per op
@@ -305,66 +297,4 @@ func (e *env) reportServer(b *testing.B, before serverSample) {
 	}
 	b.ReportMetric(float64(after.scripts-before.scripts)/float64(b.N), "scripts/op")
 	b.ReportMetric(float64(after.tracked-before.tracked)/float64(b.N), "tracked-keys/op")
-}
-
-// infoField returns the value of one "key:value" line of INFO, or "".
-func infoField(info, key string) string {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// parseCPU sums used_cpu_user and used_cpu_sys (seconds) of INFO cpu.
-func parseCPU(info string) time.Duration {
-	var total time.Duration
-	for line := range strings.Lines(info) {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
-			continue
-		}
-		if sec, err := strconv.ParseFloat(v, 64); err == nil {
-			total += time.Duration(sec * float64(time.Second))
-		}
-	}
-	return total
-}
-
-// parseCommandStats parses lines such as
-// "cmdstat_evalsha:calls=3,usec=40,usec_per_call=13.33,rejected_calls=0,failed_calls=0".
-func parseCommandStats(info string) map[string]cmdStat {
-	stats := make(map[string]cmdStat)
-	for line := range strings.Lines(info) {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		name, ok = strings.CutPrefix(name, "cmdstat_")
-		if !ok {
-			continue
-		}
-		var s cmdStat
-		for field := range strings.SplitSeq(fields, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				continue
-			}
-			switch k {
-			case "calls":
-				s.calls = n
-			case "usec":
-				s.usec = n
-			}
-		}
-		stats[name] = s
-	}
-	return stats
-}
-
-// scriptCalls is the number of script calls Redis has run (EVALSHA + EVAL).
-func scriptCalls(stats map[string]cmdStat) int64 {
-	return stats["evalsha"].calls + stats["eval"].calls
 }

@@ -56,8 +56,8 @@ func (h *holdCheck) exit(mode fairrw.Mode) {
 // of order.
 // onGrant is a fairness.Loop grant hook: it checks the hold from its grant
 // to its end. The holds are fairrw Leases (fairness.RW).
-func (h *holdCheck) onGrant(w *fairness.Worker, hold fairness.Hold) func() {
-	mode := w.Class.Mode()
+func (h *holdCheck) onGrant(_ *fairness.Worker, class fairness.Class, hold fairness.Hold) func() {
+	mode := class.Mode()
 	h.enter(mode, hold.(*fairrw.Lease).Token())
 	return func() { h.exit(mode) }
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/leasewatch"
 )
 
 // renewalLeaseTime makes the watchdog renew every 333ms.
@@ -64,7 +65,7 @@ func benchRenewal(b *testing.B, e *env, tr transport, n int) {
 
 	// Line up with the watchdog: start right after a round.
 	sentinel := leases[0]
-	last, err := nextRound(sentinel, sentinel.Deadline())
+	last, err := leasewatch.NextRound(sentinel, sentinel.Deadline(), renewalLeaseTime)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func benchRenewal(b *testing.B, e *env, tr transport, n int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		deadline, err := nextRound(sentinel, last)
+		deadline, err := leasewatch.NextRound(sentinel, last, renewalLeaseTime)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,29 +101,11 @@ func benchRenewal(b *testing.B, e *env, tr transport, n int) {
 		}
 	}
 	b.ReportMetric(micros(lag)/float64(b.N), "round-µs")
-	b.ReportMetric(float64(after["evalsha"].usec-before["evalsha"].usec)/float64(b.N), "server-µs/round")
+	b.ReportMetric(float64(after["evalsha"].Usec-before["evalsha"].Usec)/float64(b.N), "server-µs/round")
 	b.ReportMetric(float64(lost), "lost-leases")
 	if lost > 0 {
 		b.Logf("%d of %d leases lost, e.g.: %v", lost, n, firstErr(leases))
 	}
-}
-
-// nextRound polls l until its deadline moves past prev: a renewal round
-// confirmed it. It gives up after ten lease times, or when l ends.
-func nextRound(l *fairrw.Lease, prev time.Time) (time.Time, error) {
-	limit := time.Now().Add(10 * renewalLeaseTime)
-	for time.Now().Before(limit) {
-		if d := l.Deadline(); d.After(prev) {
-			return d, nil
-		}
-		select {
-		case <-l.Done():
-			return time.Time{}, fmt.Errorf("lease %q ended while waiting for a renewal: %w", l.Name(), l.Err())
-		default:
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-	return time.Time{}, fmt.Errorf("lease %q: no renewal within %v", l.Name(), 10*renewalLeaseTime)
 }
 
 func firstErr(leases []*fairrw.Lease) error {

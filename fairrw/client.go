@@ -33,6 +33,9 @@ type Client struct {
 	publish       string
 	tracking      bool // invalidations of lock keys reach c.waits
 	owners        atomic.Uint64
+	// cluster is true on a Redis Cluster client: a script call's keys must
+	// then share one slot.
+	cluster bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -94,6 +97,7 @@ func New(opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c.publish = publish
+	c.cluster = c.rdb.Mode() == rueidis.ClientModeCluster
 	c.renewer = newRenewer(c)
 	c.janitor = newJanitor(c.rdb)
 	return c, nil

@@ -143,18 +143,24 @@ func (r *renewer) snapshot() []*renewHold {
 	return holds
 }
 
-// batches splits holds by cluster slot into script calls of at most
-// maxRenewBatch holds each.
+// batches splits holds into script calls of at most maxRenewBatch holds
+// each; on a cluster, a call's holds also share one slot (a script's keys
+// must). On a single Redis any holds go together: grouping by slot there
+// would cost one call per lock for names without a shared hash tag.
 func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
-	sort.Slice(holds, func(i, j int) bool { return holds[i].m.keys.slot < holds[j].m.keys.slot })
+	group := func(h *renewHold) uint16 { return 0 }
+	if r.c.cluster {
+		group = func(h *renewHold) uint16 { return h.m.keys.slot }
+	}
+	sort.Slice(holds, func(i, j int) bool { return group(holds[i]) < group(holds[j]) })
 	lease := millis(r.c.leaseTime)
 	var calls []script.Call
 	var batches [][]*renewHold
 	for i := 0; i < len(holds); {
-		s := holds[i].m.keys.slot
+		g := group(holds[i])
 		call := script.Call{Args: []string{lease}}
 		var batch []*renewHold
-		for ; i < len(holds) && holds[i].m.keys.slot == s && len(batch) < maxRenewBatch; i++ {
+		for ; i < len(holds) && group(holds[i]) == g && len(batch) < maxRenewBatch; i++ {
 			keys, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].m.owner, holds[i].mode)
 			call.Keys = append(call.Keys, keys...)
 			call.Args = append(call.Args, args...)

@@ -8,19 +8,48 @@ import (
 	"github.com/fairrw/rwlock/internal/slot"
 )
 
-// TestRenewBatches: holds are grouped by cluster slot, at most maxRenewBatch
-// to a script call, and each call's keys share one slot.
-func TestRenewBatches(t *testing.T) {
-	c := &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second}
-	r := &renewer{c: c}
+// renewHolds returns 250 holds on one slot (a shared hash tag), and 30 on
+// names of their own.
+func renewHolds(t *testing.T) []*renewHold {
 	var holds []*renewHold
-	// 250 holds on one slot (a shared hash tag), and 30 on names of their own.
 	for i := range 250 {
 		holds = append(holds, testHold(t, fmt.Sprintf("{tenant}:lock:%d", i), Write))
 	}
 	for i := range 30 {
 		holds = append(holds, testHold(t, fmt.Sprintf("lock:%d", i), Read))
 	}
+	return holds
+}
+
+// TestRenewBatchesSingleRedis: on a single Redis, holds of any slots share
+// script calls of maxRenewBatch: 280 holds take ceil(280/100) = 3 calls.
+func TestRenewBatchesSingleRedis(t *testing.T) {
+	r := &renewer{c: &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second}}
+	holds := renewHolds(t)
+	calls, batches := r.batches(holds)
+	if len(calls) != 3 || len(batches) != 3 {
+		t.Fatalf("%d calls, %d batches; want 3", len(calls), len(batches))
+	}
+	seen := map[*renewHold]bool{}
+	for i, b := range batches {
+		if want := min(maxRenewBatch, len(holds)-i*maxRenewBatch); len(b) != want || len(calls[i].Keys) != want {
+			t.Fatalf("batch %d: %d holds, %d keys; want %d", i, len(b), len(calls[i].Keys), want)
+		}
+		for _, h := range b {
+			seen[h] = true
+		}
+	}
+	if len(seen) != len(holds) {
+		t.Fatalf("%d distinct holds renewed, want %d", len(seen), len(holds))
+	}
+}
+
+// TestRenewBatches: on a cluster, holds are grouped by slot, at most
+// maxRenewBatch to a script call, and each call's keys share one slot.
+func TestRenewBatches(t *testing.T) {
+	c := &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second, cluster: true}
+	r := &renewer{c: c}
+	holds := renewHolds(t)
 	calls, batches := r.batches(holds)
 	if len(calls) != len(batches) {
 		t.Fatalf("%d calls, %d batches", len(calls), len(batches))

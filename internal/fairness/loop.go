@@ -21,6 +21,10 @@ type Worker struct {
 	// Think returns the pause after a release, given the time since the
 	// run's start; nil for none. See UniformThink and PeriodThink.
 	Think func(sinceStart time.Duration) time.Duration
+	// ReadShare, when > 0, makes the worker mixed: each request is a read
+	// with this probability, else a write, and is recorded under the class
+	// it asked for (Class is then only the worker's label).
+	ReadShare float64
 
 	recording bool
 }
@@ -56,7 +60,7 @@ type Loop struct {
 	Rec    *Recorder
 	// OnGrant, if set, is called when a worker is granted, before its hold;
 	// the function it returns is called when the hold ends, before Unlock.
-	OnGrant func(w *Worker, h Hold) (holdEnds func())
+	OnGrant func(w *Worker, class Class, h Hold) (holdEnds func())
 
 	start   time.Time
 	stop    context.Context
@@ -93,12 +97,13 @@ func (lp *Loop) Run(ctx context.Context, workers []*Worker) (time.Time, error) {
 func (lp *Loop) work(w *Worker) error {
 	defer lp.stopRecording(w)
 	for lp.stop.Err() == nil {
-		l, err := lp.ask(w)
+		class := w.pick()
+		l, err := lp.ask(w, class)
 		if err != nil {
 			return err
 		}
 		if l != nil {
-			if err := lp.hold(w, l); err != nil {
+			if err := lp.hold(w, class, l); err != nil {
 				return err
 			}
 		}
@@ -107,6 +112,17 @@ func (lp *Loop) work(w *Worker) error {
 		}
 	}
 	return nil
+}
+
+// pick returns the class of the worker's next request.
+func (w *Worker) pick() Class {
+	if w.ReadShare > 0 {
+		if rand.Float64() < w.ReadShare {
+			return Reader
+		}
+		return Writer
+	}
+	return w.Class
 }
 
 func (lp *Loop) stopRecording(w *Worker) {
@@ -119,7 +135,7 @@ func (lp *Loop) stopRecording(w *Worker) {
 // ask makes one request, recorded if it was asked within the window. It
 // returns a nil Hold for a request that timed out or that the run's end
 // cancelled.
-func (lp *Loop) ask(w *Worker) (Hold, error) {
+func (lp *Loop) ask(w *Worker, class Class) (Hold, error) {
 	asked := time.Now()
 	if asked.Sub(lp.start) >= lp.Window {
 		lp.stopRecording(w)
@@ -130,36 +146,36 @@ func (lp *Loop) ask(w *Worker) (Hold, error) {
 		ctx, cancel = context.WithTimeout(lp.stop, lp.Window)
 	}
 	defer cancel()
-	l, err := w.Mutex.Acquire(ctx, w.Class)
+	l, err := w.Mutex.Acquire(ctx, class)
 	granted := time.Now()
 	switch {
 	case err == nil:
 		if record {
-			lp.Rec.Add(Request{Class: w.Class, Client: w.Index, Asked: asked, Wait: granted.Sub(asked), Woken: l.WokenBy()})
+			lp.Rec.Add(Request{Class: class, Client: w.Index, Asked: asked, Wait: granted.Sub(asked), Woken: l.WokenBy()})
 		}
 		return l, nil
 	case lp.stop.Err() != nil: // the run ended, or another worker failed
 		return nil, nil
 	case record && errors.Is(err, context.DeadlineExceeded):
-		lp.Rec.Timeout(w.Class, w.Index, asked, lp.Window)
+		lp.Rec.Timeout(class, w.Index, asked, lp.Window)
 		return nil, nil
 	}
-	return nil, fmt.Errorf("%s %s: %w", w.Class, w.Mutex.Owner(), err)
+	return nil, fmt.Errorf("%s %s: %w", class, w.Mutex.Owner(), err)
 }
 
 // hold keeps the hold for the worker's hold time, then unlocks it; the
 // OnGrant hook sees the hold from its grant to its end, before the Unlock.
-func (lp *Loop) hold(w *Worker, l Hold) error {
+func (lp *Loop) hold(w *Worker, class Class, l Hold) error {
 	holdEnds := func() {}
 	if lp.OnGrant != nil {
-		holdEnds = lp.OnGrant(w, l)
+		holdEnds = lp.OnGrant(w, class, l)
 	}
 	if w.Hold > 0 {
 		time.Sleep(w.Hold)
 	}
 	holdEnds()
 	if err := l.Unlock(context.Background()); err != nil {
-		return fmt.Errorf("%s %s unlock: %w", w.Class, w.Mutex.Owner(), err)
+		return fmt.Errorf("%s %s unlock: %w", class, w.Mutex.Owner(), err)
 	}
 	return nil
 }

@@ -29,13 +29,13 @@ func TestLoop(t *testing.T) {
 
 	var active, grants, overlaps atomic.Int64
 	const window = 300 * time.Millisecond
-	lp := &Loop{Window: window, Rec: new(Recorder), OnGrant: func(w *Worker, _ Hold) func() {
+	lp := &Loop{Window: window, Rec: new(Recorder), OnGrant: func(_ *Worker, class Class, _ Hold) func() {
 		grants.Add(1)
 		delta := int64(1)
-		if w.Class == Writer {
+		if class == Writer {
 			delta = 1000
 		}
-		if n := active.Add(delta); (w.Class == Writer && n != 1000) || (w.Class == Reader && n >= 1000) {
+		if n := active.Add(delta); (class == Writer && n != 1000) || (class == Reader && n >= 1000) {
 			overlaps.Add(1)
 		}
 		return func() { active.Add(-delta) }
@@ -81,5 +81,40 @@ func TestThinkRules(t *testing.T) {
 		if d := u(0); d < 3*time.Millisecond || d > 5*time.Millisecond {
 			t.Fatalf("UniformThink(3ms, 5ms) drew %v", d)
 		}
+	}
+}
+
+// TestLoopMixed: a mixed worker asks for reads and writes in about its
+// ReadShare, each recorded under the class it asked for.
+func TestLoopMixed(t *testing.T) {
+	_, opt := redistest.Miniredis(t)
+	c, err := fairrw.New(fairrw.WithClientOption(opt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var holds [2]atomic.Int64 // by class: reads, writes seen by the hook
+	w := &Worker{Class: Reader, Index: 0, Mutex: RW(c.RWMutex("mixed")), ReadShare: 0.75}
+	lp := &Loop{Window: 300 * time.Millisecond, Rec: new(Recorder), OnGrant: func(_ *Worker, class Class, h Hold) func() {
+		if got := h.(*fairrw.Lease).Mode(); got != class.Mode() {
+			t.Errorf("asked for a %s, granted a %v hold", class, got)
+		}
+		holds[class-1].Add(1)
+		return func() {}
+	}}
+	if _, err := lp.Run(context.Background(), []*Worker{w}); err != nil {
+		t.Fatal(err)
+	}
+	reads, writes := len(lp.Rec.Requests(Reader)), len(lp.Rec.Requests(Writer))
+	if reads+writes < 40 {
+		t.Fatalf("only %d requests recorded in 300ms", reads+writes)
+	}
+	// 75% reads: with n >= 40 draws, a share outside [0.5, 0.95] has
+	// probability below 1e-4.
+	if share := float64(reads) / float64(reads+writes); share < 0.5 || share > 0.95 {
+		t.Fatalf("%d reads and %d writes: read share %.2f, want about 0.75", reads, writes, share)
+	}
+	if holds[0].Load() < int64(reads) || holds[1].Load() < int64(writes) {
+		t.Fatalf("hook saw %d reads, %d writes; fewer than recorded (%d, %d)", holds[0].Load(), holds[1].Load(), reads, writes)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/internal/redisnet"
 )
 
@@ -33,40 +34,79 @@ func runFairbench(t *testing.T, args ...string) (stdout, stderr string) {
 	return out.String(), errOut.String()
 }
 
-// checkTables asserts that every scenario has a heading and, in both of its
-// tables, one row per policy.
-func checkTables(t *testing.T, stdout string, scenarioNames ...string) {
+// checkTables asserts that every scenario has a heading and that each
+// contender has the rows it should: two per closed-loop scenario it runs,
+// at least one per handoff, one per fan-out of the renewal.
+func checkTables(t *testing.T, stdout string, skipped map[string]bool, names ...string) {
 	t.Helper()
-	for _, s := range scenarioNames {
-		if !strings.Contains(stdout, "== "+s+":") {
-			t.Errorf("no table for %s in:\n%s", s, stdout)
+	for _, name := range names {
+		i := strings.Index(stdout, "\n== "+name+":")
+		if i < 0 {
+			t.Errorf("no table for %s in:\n%s", name, stdout)
+			continue
 		}
-	}
-	for _, pc := range policies {
-		rows := regexp.MustCompile(`(?m)^\s*`+regexp.QuoteMeta(pc.name)+`\s+\d`).FindAllString(stdout, -1)
-		if want := 2 * len(scenarioNames); len(rows) != want {
-			t.Errorf("%d rows for policy %s, want %d (two tables per scenario):\n%s", len(rows), pc.name, want, stdout)
+		section := stdout[i+1:]
+		if j := strings.Index(section, "\n== "); j >= 0 {
+			section = section[:j]
+		} else if j := strings.Index(section, "\nW = writers"); j >= 0 {
+			section = section[:j]
+		}
+		s, _ := pickScenarios(name)
+		for _, c := range contender.All() {
+			if !s[0].runs(c) || skipped[c.Name] {
+				continue
+			}
+			rows := len(regexp.MustCompile(`(?m)^\s*`+regexp.QuoteMeta(c.Name)+`\s+\S+`).FindAllString(section, -1))
+			want := 2
+			switch s[0].kind {
+			case handoff:
+				want = 1
+			case renewal:
+				want = 1 // one fan-out in these runs
+			}
+			if rows < want || (s[0].kind == closedLoop && rows != want) {
+				t.Errorf("%s: %d rows for %s, want %d:\n%s", name, rows, c.Name, want, section)
+			}
 		}
 	}
 }
 
-// TestSmokeAllScenarios runs every scenario under every policy briefly on
-// miniredis and checks the tables, the progress lines and the JSON.
+// TestSmokeAllScenarios runs every scenario under every contender briefly
+// on miniredis and checks the tables, the progress lines, the charts and
+// the JSON.
 func TestSmokeAllScenarios(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.json")
-	stdout, stderr := runFairbench(t, "-redis", "miniredis", "-duration", "300ms", "-json", path)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	charts := filepath.Join(dir, "charts")
+	stdout, stderr := runFairbench(t, "-redis", "miniredis", "-duration", "200ms", "-min-handoffs", "3",
+		"-leases", "40", "-out", charts, "-json", path)
 	names := strings.Split(scenarioNames(), ",")
-	checkTables(t, stdout, names...)
-	for _, want := range []string{"machine    " + runtime.GOOS + "/" + runtime.GOARCH, "in-process miniredis", "window 300ms"} {
+	skipped := map[string]bool{"rueidislock": true} // needs client tracking
+	checkTables(t, stdout, skipped, names...)
+	for _, want := range []string{"machine    " + runtime.GOOS + "/" + runtime.GOARCH, "in-process miniredis", "window 200ms", "contender  rueidislock"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("header lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr, "in-process miniredis") {
-		t.Errorf("stderr does not say miniredis is used:\n%s", stderr)
+	if !strings.Contains(stderr, "in-process miniredis") || !strings.Contains(stderr, "rueidislock: skipped") {
+		t.Errorf("stderr does not say miniredis is used and rueidislock skipped:\n%s", stderr)
 	}
-	if n := strings.Count(stderr, "... done in"); n != len(names)*len(policies) {
-		t.Errorf("%d progress lines, want %d:\n%s", n, len(names)*len(policies), stderr)
+	runs := 0
+	for _, name := range names {
+		s, _ := pickScenarios(name)
+		for _, c := range contender.All() {
+			if s[0].runs(c) && !skipped[c.Name] {
+				runs++
+			}
+		}
+	}
+	if n := strings.Count(stderr, "... done in"); n != runs {
+		t.Errorf("%d progress lines, want %d:\n%s", n, runs, stderr)
+	}
+	for _, chart := range []string{"reader-flood-writer-waits.svg", "reader-flood-writer-wait-over-time.svg", "contended-throughput.svg", "handoff.svg", "renewal-40.svg"} {
+		if fi, err := os.Stat(filepath.Join(charts, chart)); err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", chart, err)
+		}
 	}
 
 	b, err := os.ReadFile(path)
@@ -75,9 +115,10 @@ func TestSmokeAllScenarios(t *testing.T) {
 	}
 	var rep struct {
 		Settings struct {
-			Scenarios []string `json:"scenarios"`
-			Policies  []string `json:"policies"`
-			DurationS float64  `json:"duration_s"`
+			Scenarios  []string `json:"scenarios"`
+			Contenders []string `json:"contenders"`
+			DurationS  float64  `json:"duration_s"`
+			Command    string   `json:"command"`
 		} `json:"settings"`
 		Machine struct {
 			GOOS      string `json:"goos"`
@@ -89,22 +130,33 @@ func TestSmokeAllScenarios(t *testing.T) {
 		} `json:"redis"`
 		Results []struct {
 			Scenario   string                    `json:"scenario"`
-			Policy     string                    `json:"policy"`
-			GrantsPerS *float64                  `json:"grants_per_s"`
+			Contender  string                    `json:"contender"`
+			GrantsPerS float64                   `json:"grants_per_s"`
 			Classes    map[string]map[string]any `json:"classes"`
+			Handoff    []struct {
+				Woken   string  `json:"woken_by"`
+				Samples int     `json:"samples"`
+				P50US   float64 `json:"p50_us"`
+			} `json:"handoff"`
+			Renewal []struct {
+				Leases          int     `json:"leases"`
+				ScriptsPerRound float64 `json:"scripts_per_round"`
+				Lost            int     `json:"lost"`
+			} `json:"renewal"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, b)
 	}
-	if rep.Settings.DurationS != 0.3 || len(rep.Settings.Scenarios) != len(names) || len(rep.Settings.Policies) != len(policies) {
+	if rep.Settings.DurationS != 0.2 || len(rep.Settings.Scenarios) != len(names) || len(rep.Settings.Contenders) != len(contender.All()) ||
+		!strings.HasPrefix(rep.Settings.Command, "go run ./bench/cmd/fairbench -redis miniredis") {
 		t.Errorf("settings = %+v", rep.Settings)
 	}
 	if rep.Machine.GOOS == "" || rep.Machine.NumCPU < 1 || rep.Machine.GoVersion == "" || rep.Redis.Kind != kindMiniredis {
 		t.Errorf("machine = %+v, redis = %+v", rep.Machine, rep.Redis)
 	}
-	if len(rep.Results) != len(names)*len(policies) {
-		t.Fatalf("%d results, want %d", len(rep.Results), len(names)*len(policies))
+	if len(rep.Results) != runs {
+		t.Fatalf("%d results, want %d", len(rep.Results), runs)
 	}
 	fields := []string{
 		"workers", "requests", "granted", "timeouts",
@@ -112,35 +164,53 @@ func TestSmokeAllScenarios(t *testing.T) {
 		"grants_min", "grants_mean", "grants_max", "jain", "unfair", "overtakes", "grants_per_s",
 	}
 	for _, r := range rep.Results {
-		if r.GrantsPerS == nil || *r.GrantsPerS <= 0 {
-			t.Errorf("%s/%s: grants_per_s = %v", r.Scenario, r.Policy, r.GrantsPerS)
+		switch r.Scenario {
+		case "handoff":
+			if len(r.Handoff) == 0 || r.Handoff[0].Samples < 1 || r.Handoff[0].Woken == "" || r.Handoff[0].P50US <= 0 {
+				t.Errorf("%s/%s: handoff = %+v", r.Scenario, r.Contender, r.Handoff)
+			}
+			continue
+		case "renewal":
+			// miniredis has no commandstats: no calls, but no lease lost.
+			if len(r.Renewal) != 1 || r.Renewal[0].Leases != 40 || r.Renewal[0].Lost != 0 {
+				t.Errorf("%s/%s: renewal = %+v", r.Scenario, r.Contender, r.Renewal)
+			}
+			continue
+		}
+		if r.GrantsPerS <= 0 {
+			t.Errorf("%s/%s: grants_per_s = %v", r.Scenario, r.Contender, r.GrantsPerS)
 		}
 		w, ok := r.Classes["writer"]
 		if !ok {
-			t.Errorf("%s/%s: no writer class", r.Scenario, r.Policy)
+			t.Errorf("%s/%s: no writer class", r.Scenario, r.Contender)
 			continue
 		}
-		if _, ok := r.Classes["reader"]; ok != (r.Scenario != "contended") {
-			t.Errorf("%s/%s: reader class present = %v", r.Scenario, r.Policy, ok)
+		wantReaders := r.Scenario != "contended" && r.Scenario != "uncontended"
+		if _, ok := r.Classes["reader"]; ok != wantReaders {
+			t.Errorf("%s/%s: reader class present = %v", r.Scenario, r.Contender, ok)
 		}
 		for _, f := range fields {
 			if _, ok := w[f]; !ok {
-				t.Errorf("%s/%s: writer lacks %q", r.Scenario, r.Policy, f)
+				t.Errorf("%s/%s: writer lacks %q", r.Scenario, r.Contender, f)
 			}
 		}
-		if w["requests"].(float64) < 1 {
-			t.Errorf("%s/%s: no writer requests", r.Scenario, r.Policy)
+		asked := w["requests"].(float64)
+		if rd, ok := r.Classes["reader"]; ok && strings.HasPrefix(r.Scenario, "mixed-") {
+			asked += rd["requests"].(float64) // 1% writes may draw none in 200ms
+		}
+		if asked < 1 {
+			t.Errorf("%s/%s: no writer requests", r.Scenario, r.Contender)
 		}
 	}
 }
 
-// TestQuickFallsBackToMiniredis runs -quick with no redis-server on PATH:
-// fairbench must use miniredis and say so.
-func TestQuickFallsBackToMiniredis(t *testing.T) {
+// TestFallsBackToMiniredis runs with no redis-server on PATH: fairbench
+// must use miniredis and say so.
+func TestFallsBackToMiniredis(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	stdout, stderr := runFairbench(t, "-quick", "-scenarios", "contended")
-	checkTables(t, stdout, "contended")
-	if !strings.Contains(stderr, "redis-server not found on PATH") || !strings.Contains(stdout, "window 1s") {
+	stdout, stderr := runFairbench(t, "-duration", "200ms", "-scenarios", "contended", "-contenders", "redisson,redislock", "-out", "")
+	checkTables(t, stdout, map[string]bool{"writer-preferring": true, "phase-fair": true, "rueidislock": true, "redsync": true}, "contended")
+	if !strings.Contains(stderr, "redis-server not found on PATH") || !strings.Contains(stdout, "window 200ms") {
 		t.Errorf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
 	}
 }
@@ -154,8 +224,20 @@ func TestEmbeddedRedisServer(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	stdout, stderr := runFairbench(t, "-redis", "server", "-duration", "200ms", "-scenarios", "contended")
-	checkTables(t, stdout, "contended")
+	stdout, stderr := runFairbench(t, "-redis", "server", "-duration", "200ms", "-scenarios", "contended,handoff,renewal",
+		"-min-handoffs", "3", "-leases", "250", "-out", "")
+	checkTables(t, stdout, nil, "contended", "handoff", "renewal")
+	// A real Redis has commandstats: the cost columns are measured, and a
+	// renewal round of 250 leases is ceil(250/100) = 3 script calls.
+	if strings.Contains(section(stdout, "contended"), "n/a") {
+		t.Errorf("contended: a cost column is n/a on a real Redis:\n%s", stdout)
+	}
+	for _, c := range contender.Policies() {
+		row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(c.Name) + `\s+250\s+333\s+(\S+)`).FindStringSubmatch(section(stdout, "renewal"))
+		if row == nil || row[1] != "3.0" {
+			t.Errorf("renewal row of %s: %q, want 3.0 scripts per round:\n%s", c.Name, row, stdout)
+		}
+	}
 	m := regexp.MustCompile(`redis-server (\S+) at (\S+)`).FindStringSubmatch(stdout)
 	if m == nil || m[1] == "unknown" {
 		t.Fatalf("no redis-server version and address in the header:\n%s\n%s", stdout, stderr)
@@ -170,6 +252,9 @@ func TestUsageErrors(t *testing.T) {
 		{"-scenarios", "nope"},
 		{"-redis", "docker"},
 		{"-duration", "0s"},
+		{"-reps", "0"},
+		{"-leases", "ten"},
+		{"-contenders", "nope"},
 		{"extra"},
 		{"-no-such-flag"},
 	} {
@@ -185,11 +270,28 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestPickScenarios(t *testing.T) {
-	got, err := pickScenarios(" contended, reader-flood,contended ")
+	got, err := pickScenarios(" reader-flood, contended,contended ")
 	if err != nil || len(got) != 2 || got[0].name != "contended" || got[1].name != "reader-flood" {
 		t.Fatalf("pickScenarios = %v, %v", got, err)
 	}
 	if _, err := pickScenarios(","); err == nil {
 		t.Fatal("an empty list was accepted")
 	}
+	cs, err := pickContenders("redsync,redisson")
+	if err != nil || len(cs) != 2 || cs[0].Name != "redisson" || cs[1].Name != "redsync" {
+		t.Fatalf("pickContenders = %v, %v", cs, err)
+	}
+}
+
+// section returns the part of stdout under the scenario's heading.
+func section(stdout, name string) string {
+	i := strings.Index(stdout, "\n== "+name+":")
+	if i < 0 {
+		return ""
+	}
+	s := stdout[i+1:]
+	if j := strings.Index(s, "\n== "); j >= 0 {
+		return s[:j]
+	}
+	return s
 }

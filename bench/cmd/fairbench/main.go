@@ -1,25 +1,31 @@
 // Command fairbench compares fairrw's policies (Redisson, writer-preferring,
-// phase-fair) on the same Redis in one run, with the fairness metrics of
+// phase-fair) and the Go lock libraries people use today (rueidislock,
+// bsm/redislock, go-redsync/redsync: exclusive locks, so they run the
+// write-only scenarios) on the same Redis in one run, with the metrics of
 // shared/docs/measuring.md: per-class waits (p50/p90/p99/max, timed-out
 // requests counted at their timeout), writer starvation, Jain's index and
-// min/mean/max grants per worker, overtakes, and grants/s.
+// min/mean/max grants per worker, overtakes, handoff latency per wake-up
+// path, Redis calls per grant (INFO commandstats), grants/s, and the
+// watchdog's cost per renewal round.
 //
 // Usage:
 //
-//	go run ./bench/cmd/fairbench [-scenarios reader-flood,writer-burst,contended]
-//	    [-duration 5s | -quick] [-bound 1s] [-addr host:port | -redis auto|server|miniredis]
-//	    [-json results.json]
+//	go run ./bench/cmd/fairbench [-full] [-scenarios a,b] [-contenders a,b]
+//	    [-duration 1s] [-reps 1] [-bound 1s] [-out fairbench-out] [-json results.json]
+//	    [-addr host:port | -redis auto|server|miniredis]
+//
+// The default set takes about a minute: every scenario once, with a 1s
+// window. -full runs 5s windows three times and reports medians (about ten
+// minutes).
 //
 // Redis: -addr uses an existing server (nothing is flushed; each run uses
 // fresh lock names). Otherwise fairbench starts redis-server from PATH on a
 // free loopback port without persistence and kills it on exit; when none is
 // installed (or with -redis miniredis) it uses an in-process miniredis and
-// says so.
+// says so (rueidislock, which needs client tracking, cannot run there).
 //
-// Each scenario runs once per policy, for -duration (default 5s; -quick
-// makes it 1s unless -duration is given), each on its own lock name.
-// Progress goes to stderr, the tables to stdout. It exits non-zero on any
-// lock error.
+// Progress goes to stderr, the tables to stdout, charts (SVG and PNG) to the -out
+// folder. It exits non-zero on any lock error.
 package main
 
 import (
@@ -31,10 +37,13 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/bench/internal/contender"
 )
 
 func main() {
@@ -55,48 +64,29 @@ func main() {
 // usageError is a bad command line.
 type usageError struct{ error }
 
+// options are the parsed command line.
+type options struct {
+	addr, redisKind string
+	scenarios       []scenario
+	contenders      []contender.Contender
+	window, bound   time.Duration
+	reps            int
+	out, jsonPath   string
+	// minHandoffs is how many handoffs a handoff run collects at least,
+	// even past its window (a polling peer hands off every ~100ms).
+	minHandoffs int
+	// leases overrides the renewal scenario's fan-outs.
+	leases []int
+}
+
 // run is fairbench with its command-line arguments (without the program
 // name).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		addr      = fs.String("addr", "", "use the Redis at host:port instead of starting one")
-		redisKind = fs.String("redis", "auto", "without -addr: auto (redis-server from PATH, else miniredis), server or miniredis")
-		list      = fs.String("scenarios", scenarioNames(), "comma-separated scenarios to run")
-		duration  = fs.Duration("duration", 5*time.Second, "window of each scenario under each policy, also each request's timeout")
-		quick     = fs.Bool("quick", false, "a smoke run: -duration 1s unless -duration is given")
-		bound     = fs.Duration("bound", time.Second, "starvation bound: report the share of requests not granted within it")
-		jsonPath  = fs.String("json", "", "also write every result as JSON to this file")
-	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
-	durationSet := false
-	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
-	if *quick && !durationSet {
-		*duration = time.Second
-	}
-	if *duration <= 0 || *bound <= 0 {
-		return usageError{errors.New("-duration and -bound must be positive")}
-	}
-	switch *redisKind {
-	case "auto", "server", "miniredis":
-	default:
-		return usageError{fmt.Errorf("-redis %q: want auto, server or miniredis", *redisKind)}
-	}
-	picked, err := pickScenarios(*list)
+	opt, err := parseFlags(args, stderr)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-
-	r, err := startRedis(*addr, *redisKind, stderr)
+	r, err := startRedis(opt.addr, opt.redisKind, stderr)
 	if err != nil {
 		return err
 	}
@@ -105,13 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = fmt.Errorf("stop redis: %w", serr)
 		}
 	}()
-	if r.Version == "" {
-		rdb, err := rueidis.NewClient(r.option)
-		if err != nil {
-			return fmt.Errorf("connect to %s: %w", r.Addr, err)
-		}
-		r.Version = serverVersion(ctx, rdb)
-		rdb.Close()
+	if err := r.connect(ctx); err != nil {
+		return err
 	}
 	if r.Kind == kindMiniredis {
 		fmt.Fprintf(stderr, "fairbench: Redis is an in-process miniredis at %s\n", r.Addr)
@@ -121,51 +106,216 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 	rep := &report{
 		Settings: settings{
-			DurationS: duration.Seconds(), BoundMS: msOf(*bound),
+			DurationS: opt.window.Seconds(), BoundMS: msOf(opt.bound), Repetitions: opt.reps,
 			Started: time.Now().Format(time.RFC3339),
+			Command: strings.TrimSpace("go run ./bench/cmd/fairbench " + strings.Join(args, " ")),
 		},
 		Machine: thisMachine(),
 		Redis:   r,
 	}
-	for _, s := range picked {
+	for _, s := range opt.scenarios {
 		rep.Settings.Scenarios = append(rep.Settings.Scenarios, s.name)
 	}
-	for _, pc := range policies {
-		rep.Settings.Policies = append(rep.Settings.Policies, pc.name)
+	for _, c := range opt.contenders {
+		rep.Settings.Contenders = append(rep.Settings.Contenders, c.Name)
+		rep.Contenders = append(rep.Contenders, contenderInfo{Name: c.Name, Library: c.Library, Reads: c.Reads, Wake: c.Wake, Settings: c.Settings})
 	}
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	bySc := make([][]result, len(picked))
-	for i, s := range picked {
-		for _, pc := range policies {
-			fmt.Fprintf(stderr, "%s / %s ... ", s.name, pc.name)
-			name := "fairbench:" + runID + ":" + s.name + ":" + pc.name
-			o, err := runScenario(ctx, r, s, pc, name, *duration)
-			if err != nil {
-				fmt.Fprintln(stderr, "failed")
-				if ctx.Err() != nil {
-					return fmt.Errorf("interrupted during %s / %s: %w", s.name, pc.name, ctx.Err())
-				}
-				return fmt.Errorf("%s / %s: %w", s.name, pc.name, err)
+	bySc := make([][]result, len(opt.scenarios))
+	for i, s := range opt.scenarios {
+		for _, ct := range opt.contenders {
+			if !s.runs(ct) {
+				continue
 			}
-			fmt.Fprintf(stderr, "done in %.1fs (%d requests)\n", o.elapsed.Seconds(), o.rec.Len())
-			res := summarize(s, pc, o, *bound)
-			bySc[i] = append(bySc[i], res)
-			rep.Results = append(rep.Results, res)
+			if err := ct.Supports(r.option, r.Kind == kindMiniredis); err != nil {
+				fmt.Fprintf(stderr, "%s / %s: skipped: %v\n", s.name, ct.Name, err)
+				continue
+			}
+			var reps []result
+			for k := 1; k <= opt.reps; k++ {
+				fmt.Fprintf(stderr, "%s / %s", s.name, ct.Name)
+				if opt.reps > 1 {
+					fmt.Fprintf(stderr, " (%d of %d)", k, opt.reps)
+				}
+				fmt.Fprint(stderr, " ... ")
+				name := fmt.Sprintf("fairbench:%s:%s:%s:%d", runID, s.name, ct.Name, k)
+				res, err := runOne(ctx, r, s, ct, name, k, opt)
+				if err != nil {
+					fmt.Fprintln(stderr, "failed")
+					if ctx.Err() != nil {
+						return fmt.Errorf("interrupted during %s / %s: %w", s.name, ct.Name, ctx.Err())
+					}
+					return fmt.Errorf("%s / %s: %w", s.name, ct.Name, err)
+				}
+				fmt.Fprintf(stderr, "done in %.1fs%s\n", res.ElapsedS, progressNote(res))
+				reps = append(reps, res)
+			}
+			med := medianOf(reps)
+			bySc[i] = append(bySc[i], med)
+			rep.Results = append(rep.Results, med)
+			if opt.reps > 1 {
+				rep.Runs = append(rep.Runs, reps...)
+			}
 		}
 	}
 
 	writeHeader(stdout, rep)
-	for i, s := range picked {
-		if err := writeTable(stdout, s, bySc[i]); err != nil {
+	for i, s := range opt.scenarios {
+		if err := writeScenario(stdout, s, bySc[i]); err != nil {
 			return err
 		}
 	}
 	writeLegend(stdout)
-	if *jsonPath != "" {
-		if err := writeJSON(*jsonPath, rep); err != nil {
+	if opt.out != "" {
+		files, err := writeFigures(opt.out, opt.scenarios, bySc)
+		if err != nil {
+			return fmt.Errorf("charts: %w", err)
+		}
+		fmt.Fprintf(stderr, "fairbench: %d charts written to %s\n", len(files), opt.out)
+	}
+	if opt.jsonPath != "" {
+		if err := writeJSON(opt.jsonPath, rep); err != nil {
 			return fmt.Errorf("-json: %w", err)
 		}
-		fmt.Fprintf(stderr, "fairbench: results written to %s\n", *jsonPath)
+		fmt.Fprintf(stderr, "fairbench: results written to %s\n", opt.jsonPath)
 	}
+	return nil
+}
+
+// parseFlags parses the command line; every error is a usageError (or
+// flag.ErrHelp).
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		opt         options
+		scenarioArg = fs.String("scenarios", scenarioNames(), "comma-separated scenarios to run")
+		contendArg  = fs.String("contenders", contenderNames(), "comma-separated contenders to run")
+		full        = fs.Bool("full", false, "the full set: -duration 5s -reps 3 unless given")
+		leasesArg   = fs.String("leases", "", "comma-separated fan-outs of the renewal scenario (default 1000,10000)")
+	)
+	fs.IntVar(&opt.minHandoffs, "min-handoffs", 20, "handoffs a handoff run collects at least, even past its window")
+	fs.StringVar(&opt.addr, "addr", "", "use the Redis at host:port instead of starting one")
+	fs.StringVar(&opt.redisKind, "redis", "auto", "without -addr: auto (redis-server from PATH, else miniredis), server or miniredis")
+	fs.DurationVar(&opt.window, "duration", time.Second, "window of each closed-loop and handoff run, also each request's timeout")
+	fs.IntVar(&opt.reps, "reps", 1, "repetitions of every run; the tables show medians")
+	fs.DurationVar(&opt.bound, "bound", time.Second, "starvation bound: report the share of requests not granted within it")
+	fs.StringVar(&opt.out, "out", "fairbench-out", "folder for the charts (SVG and PNG); empty for none")
+	fs.StringVar(&opt.jsonPath, "json", "", "also write every result as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *full {
+		if !set["duration"] {
+			opt.window = 5 * time.Second
+		}
+		if !set["reps"] {
+			opt.reps = 3
+		}
+	}
+	if opt.window <= 0 || opt.bound <= 0 || opt.reps < 1 || opt.minHandoffs < 1 {
+		return nil, usageError{errors.New("-duration and -bound must be positive, -reps and -min-handoffs at least 1")}
+	}
+	for f := range strings.SplitSeq(*leasesArg, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, usageError{fmt.Errorf("-leases: %q is not a positive number", f)}
+		}
+		opt.leases = append(opt.leases, n)
+	}
+	switch opt.redisKind {
+	case "auto", "server", "miniredis":
+	default:
+		return nil, usageError{fmt.Errorf("-redis %q: want auto, server or miniredis", opt.redisKind)}
+	}
+	var err error
+	if opt.scenarios, err = pickScenarios(*scenarioArg); err != nil {
+		return nil, usageError{err}
+	}
+	if opt.contenders, err = pickContenders(*contendArg); err != nil {
+		return nil, usageError{err}
+	}
+	return &opt, nil
+}
+
+// runOne runs scenario s by contender ct once (repetition rep).
+func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender, name string, rep int, opt *options) (result, error) {
+	switch s.kind {
+	case handoff:
+		o, err := runHandoff(ctx, r, ct, name, opt.window, opt.minHandoffs)
+		if err != nil {
+			return result{}, err
+		}
+		return summarizeHandoff(s, ct.Name, rep, o), nil
+	case renewal:
+		res := result{Scenario: s.name, Contender: ct.Name, Rep: rep}
+		start := time.Now()
+		fanouts := s.leases
+		if opt.leases != nil {
+			fanouts = opt.leases
+		}
+		for _, n := range fanouts {
+			o, err := runRenewal(ctx, r, ct, fmt.Sprintf("%s:%d", name, n), n)
+			if err != nil {
+				return result{}, fmt.Errorf("%d leases: %w", n, err)
+			}
+			res.Renewal = append(res.Renewal, o)
+		}
+		res.ElapsedS = time.Since(start).Seconds()
+		return res, nil
+	}
+	o, err := runLoop(ctx, r, s, ct, name, opt.window)
+	if err != nil {
+		return result{}, err
+	}
+	return summarizeLoop(s, ct.Name, rep, o, opt.bound), nil
+}
+
+// progressNote says how much a run measured, for the progress line.
+func progressNote(res result) string {
+	switch {
+	case res.Handoff != nil:
+		return fmt.Sprintf(" (%d handoffs)", len(res.handoffs))
+	case res.Renewal != nil:
+		return ""
+	}
+	n := 0
+	for _, c := range res.Classes {
+		n += c.Requests
+	}
+	return fmt.Sprintf(" (%d requests)", n)
+}
+
+// connect opens the client fairbench reads INFO with (not on miniredis,
+// which has no commandstats) and learns the server's version.
+func (r *redisEnv) connect(ctx context.Context) error {
+	opt := r.option
+	opt.DisableCache = true
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", r.Addr, err)
+	}
+	if r.Kind == kindMiniredis {
+		rdb.Close()
+		return nil
+	}
+	r.raw = rdb
+	stop := r.stop
+	r.stop = func() error {
+		rdb.Close()
+		return stop()
+	}
+	r.Version = serverVersion(ctx, rdb)
 	return nil
 }

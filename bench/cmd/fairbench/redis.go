@@ -33,6 +33,7 @@ type redisEnv struct {
 	Addr    string `json:"addr"`
 	Version string `json:"version"`
 	option  rueidis.ClientOption
+	raw     rueidis.Client // INFO, without tracking; nil on miniredis
 	stop    func() error
 }
 

@@ -2,12 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/fairness"
@@ -18,18 +15,37 @@ type report struct {
 	Settings settings  `json:"settings"`
 	Machine  machine   `json:"machine"`
 	Redis    *redisEnv `json:"redis"`
-	Results  []result  `json:"results"`
+	// Contenders describes every contender that ran.
+	Contenders []contenderInfo `json:"contenders"`
+	// Results holds one result per scenario and contender: the medians
+	// over the repetitions.
+	Results []result `json:"results"`
+	// Runs holds every repetition's own result, when there were several.
+	Runs []result `json:"runs,omitempty"`
 }
 
 type settings struct {
-	Scenarios []string `json:"scenarios"`
-	Policies  []string `json:"policies"`
-	// DurationS is the window of one run (one scenario under one policy),
-	// also every recorded request's timeout.
+	Scenarios   []string `json:"scenarios"`
+	Contenders  []string `json:"contenders"`
+	Repetitions int      `json:"repetitions"`
+	// DurationS is the window of one closed-loop or handoff run (one
+	// scenario under one contender), also every recorded request's
+	// timeout.
 	DurationS float64 `json:"duration_s"`
 	// BoundMS is the bound of not_granted_within_bound.
 	BoundMS float64 `json:"bound_ms"`
 	Started string  `json:"started"`
+	// Command is the command line that produced the report.
+	Command string `json:"command"`
+}
+
+// contenderInfo is what the report says about one contender.
+type contenderInfo struct {
+	Name     string `json:"name"`
+	Library  string `json:"library"`
+	Reads    bool   `json:"reads"`
+	Wake     string `json:"wake"`
+	Settings string `json:"settings,omitempty"`
 }
 
 type machine struct {
@@ -62,18 +78,52 @@ func cpuModel() string {
 	return ""
 }
 
-// result is one scenario under one policy.
+// result is one scenario under one contender: one repetition's, or the
+// medians over every repetition.
 type result struct {
-	Scenario string  `json:"scenario"`
-	Policy   string  `json:"policy"`
+	Scenario  string `json:"scenario"`
+	Contender string `json:"contender"`
+	// Rep is the repetition, from 1; 0 for the medians.
+	Rep      int     `json:"rep"`
 	WindowS  float64 `json:"window_s"`
 	ElapsedS float64 `json:"elapsed_s"`
 	// Classes are keyed "reader" and "writer"; a class the scenario does
-	// not have is absent.
-	Classes map[string]*classResult `json:"classes"`
+	// not have is absent. Closed-loop scenarios only.
+	Classes map[string]*classResult `json:"classes,omitempty"`
 	// GrantsPerS is the grants of both classes within the window, per
 	// second of window.
-	GrantsPerS float64 `json:"grants_per_s"`
+	GrantsPerS float64 `json:"grants_per_s,omitempty"`
+	// Spread is, for the medians, the lowest and highest value of the
+	// headline figures over the repetitions.
+	Spread map[string][2]float64 `json:"spread,omitempty"`
+	// Cost is the Redis work per grant; absent where Redis has no INFO
+	// commandstats (miniredis).
+	Cost *cost `json:"cost,omitempty"`
+	// Handoff is the handoff latency by wake-up path (handoff scenario),
+	// over the samples of every repetition.
+	Handoff []handoffPath `json:"handoff,omitempty"`
+	// Stalled counts handoffs (over every repetition) whose blocked
+	// waiter was not granted within 2s of the release: lost wake-ups.
+	Stalled int `json:"stalled,omitempty"`
+	// Renewal is one outcome per fan-out (renewal scenario).
+	Renewal []*renewalOutcome `json:"renewal,omitempty"`
+
+	// samples keeps what the charts draw: the recorded requests of a
+	// closed-loop run, and their run's start.
+	samples []fairness.Request
+	start   time.Time
+	// handoffs are the raw handoff samples.
+	handoffs []handoffSample
+}
+
+// handoffPath is the handoff latency of one wake-up path.
+type handoffPath struct {
+	Woken   string  `json:"woken_by"`
+	Samples int     `json:"samples"`
+	P50US   float64 `json:"p50_us"`
+	P90US   float64 `json:"p90_us"`
+	P99US   float64 `json:"p99_us"`
+	MaxUS   float64 `json:"max_us"`
 }
 
 // classResult holds the metrics of measuring.md for one class of workers.
@@ -100,127 +150,6 @@ type classResult struct {
 	// Overtakes among the class's recorded requests (client-side order).
 	Overtakes  int     `json:"overtakes"`
 	GrantsPerS float64 `json:"grants_per_s"`
-}
-
-// summarize computes the result of one run.
-func summarize(s scenario, pc policyCase, o *outcome, bound time.Duration) result {
-	res := result{
-		Scenario: s.name, Policy: pc.name,
-		WindowS: o.window.Seconds(), ElapsedS: o.elapsed.Seconds(),
-		Classes: map[string]*classResult{},
-	}
-	for _, c := range s.classes {
-		reqs := o.rec.Requests(c.kind)
-		sum := fairness.Summarize(reqs)
-		spread := fairness.SpreadOf(fairness.GrantsPerClient(reqs, c.workers))
-		cr := &classResult{
-			Workers: c.workers, Requests: sum.Count, Granted: sum.Count - sum.Timeouts, Timeouts: sum.Timeouts,
-			WaitP50MS: msOf(sum.P50), WaitP90MS: msOf(sum.P90), WaitP99MS: msOf(sum.P99), WaitMaxMS: msOf(sum.Max),
-			NotGrantedWithinBound: fairness.NotGrantedWithin(reqs, bound),
-			GrantsMin:             spread.Min, GrantsMean: spread.Mean, GrantsMax: spread.Max,
-			Jain: spread.Jain, Unfair: spread.Unfair,
-			Overtakes:  fairness.Overtakes(reqs),
-			GrantsPerS: fairness.GrantsPerSecond(reqs, o.start, o.window),
-		}
-		res.Classes[c.kind.String()] = cr
-		res.GrantsPerS += cr.GrantsPerS
-	}
-	return res
-}
-
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// writeHeader prints the run's settings, machine and Redis.
-func writeHeader(w io.Writer, rep *report) {
-	m := rep.Machine
-	fmt.Fprintf(w, "fairbench  %s\n", rep.Settings.Started)
-	fmt.Fprintf(w, "machine    %s/%s, %d CPUs (GOMAXPROCS %d), %s", m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
-	if m.CPU != "" {
-		fmt.Fprintf(w, ", %s", m.CPU)
-	}
-	fmt.Fprintln(w)
-	if rep.Redis.Kind == kindMiniredis {
-		fmt.Fprintf(w, "redis      in-process miniredis at %s (no redis-server: not a real Redis's figures)\n", rep.Redis.Addr)
-	} else {
-		fmt.Fprintf(w, "redis      %s %s at %s\n", rep.Redis.Kind, rep.Redis.Version, rep.Redis.Addr)
-	}
-	fmt.Fprintf(w, "settings   window %v per scenario per policy (also each request's timeout), starvation bound %vms\n",
-		time.Duration(rep.Settings.DurationS*float64(time.Second)), rep.Settings.BoundMS)
-	fmt.Fprintln(w, "waits     nearest-rank percentiles in ms from asking to grant; timeouts count at the window")
-}
-
-// writeTable prints one scenario's results: a table of waits and one of
-// fairness and throughput, each with one row per policy.
-func writeTable(w io.Writer, s scenario, results []result) error {
-	fmt.Fprintf(w, "\n== %s: %s\n", s.name, s.about)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "waits (ms)\tW p50\tW p90\tW p99\tW max\tW t/o\tW >bound\tR p50\tR p90\tR p99\tR max\tR t/o\t")
-	for _, r := range results {
-		row := []string{r.Policy}
-		if c := r.Classes["writer"]; c != nil {
-			row = append(row, f1(c.WaitP50MS), f1(c.WaitP90MS), f1(c.WaitP99MS), f1(c.WaitMaxMS),
-				fmt.Sprint(c.Timeouts), fmt.Sprintf("%.1f%%", 100*c.NotGrantedWithinBound))
-		} else {
-			row = append(row, dashes(6)...)
-		}
-		if c := r.Classes["reader"]; c != nil {
-			row = append(row, f1(c.WaitP50MS), f1(c.WaitP90MS), f1(c.WaitP99MS), f1(c.WaitMaxMS), fmt.Sprint(c.Timeouts))
-		} else {
-			row = append(row, dashes(5)...)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fairness\tW jain\tW grants min/mean/max\tW overtakes\tW grants/s\tR jain\tR grants min/mean/max\tR grants/s\tgrants/s\t")
-	for _, r := range results {
-		row := []string{r.Policy}
-		if c := r.Classes["writer"]; c != nil {
-			row = append(row, fmt.Sprintf("%.3f", c.Jain), spreadCell(c), fmt.Sprint(c.Overtakes), fmt.Sprintf("%.0f", c.GrantsPerS))
-		} else {
-			row = append(row, dashes(4)...)
-		}
-		if c := r.Classes["reader"]; c != nil {
-			row = append(row, fmt.Sprintf("%.3f", c.Jain), spreadCell(c), fmt.Sprintf("%.0f", c.GrantsPerS))
-		} else {
-			row = append(row, dashes(3)...)
-		}
-		row = append(row, fmt.Sprintf("%.0f", r.GrantsPerS))
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	return tw.Flush()
-}
-
-func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
-
-func spreadCell(c *classResult) string {
-	s := fmt.Sprintf("%d/%.1f/%d", c.GrantsMin, c.GrantsMean, c.GrantsMax)
-	if c.Unfair {
-		s += " !"
-	}
-	return s
-}
-
-func dashes(n int) []string {
-	d := make([]string, n)
-	for i := range d {
-		d[i] = "-"
-	}
-	return d
-}
-
-// writeLegend explains the columns once, under the tables.
-func writeLegend(w io.Writer) {
-	fmt.Fprint(w, `
-W = writers, R = readers; waits in ms; t/o = requests timed out (at the window);
->bound = share of requests not granted within the starvation bound; jain = Jain's
-index of grants over the class's workers; "!" = max grants > 2 x min grants;
-overtakes = grants to writers asked later than a writer and granted before it
-(client-side times); grants/s = grants within the window per second.
-`)
 }
 
 // writeJSON writes rep to path.

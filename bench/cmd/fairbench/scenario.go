@@ -1,19 +1,27 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/internal/fairness"
+)
+
+// kind is how a scenario drives its contenders.
+type kind uint8
+
+const (
+	closedLoop kind = iota // fairness.Loop workers: acquire, hold, release, think
+	handoff                // one holder, one blocked waiter: the release-to-grant time
+	renewal                // one process holding many leases: the watchdog's cost
 )
 
 // class is one class of closed-loop workers on a scenario's lock: each
 // worker has its own handle (one lock owner), the handles are spread
-// round-robin over the class's own Clients, and each loops acquire, hold,
+// round-robin over the class's own clients, and each loops acquire, hold,
 // release, think.
 type class struct {
 	kind     fairness.Class
@@ -26,16 +34,81 @@ type class struct {
 	// the next multiple of period since the run's start, so that the
 	// class's workers arrive together (bursts).
 	period time.Duration
+	// readShare > 0 makes the class mixed: each request is a read with
+	// this probability (kind is then the class's label only).
+	readShare float64
 }
 
-// scenario is a closed-loop workload whose classes share one lock name.
+// scenario is one workload, run once per contender that can run it.
 type scenario struct {
-	name    string
-	about   string
-	classes []class
+	name  string
+	about string
+	kind  kind
+	// classes share one lock name, or with distinct, each worker has its
+	// own name (no contention at all).
+	classes  []class
+	distinct bool
+	// leases are the fan-outs of a renewal scenario.
+	leases []int
 }
 
+// exclusive reports whether the scenario asks only for write holds, so
+// that the peer libraries (exclusive locks only) can run it too.
+func (s *scenario) exclusive() bool {
+	for _, c := range s.classes {
+		if c.kind != fairness.Writer || c.readShare > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// runs reports whether ct takes part in s.
+func (s *scenario) runs(ct contender.Contender) bool {
+	switch s.kind {
+	case renewal:
+		return ct.Renews
+	case handoff:
+		return true
+	}
+	return ct.Reads || s.exclusive()
+}
+
+// mixed returns a scenario of workers that each ask for a read with
+// probability share, else a write.
+func mixed(share float64) scenario {
+	pct := int(share*100 + 0.5)
+	return scenario{
+		name:  fmt.Sprintf("mixed-%d", pct),
+		about: fmt.Sprintf("16 workers on 4 clients, each request a read with probability %d%% (hold 1ms, think 0-2ms)", pct),
+		classes: []class{
+			{kind: fairness.Reader, workers: 16, clients: 4, hold: time.Millisecond, thinkMax: 2 * time.Millisecond, readShare: share},
+		},
+	}
+}
+
+// scenarios are every scenario, in the order they run and print.
 var scenarios = []scenario{
+	{
+		name:  "uncontended",
+		about: "64 writers on 4 clients, each on its own name: lock+unlock with no hold and no think",
+		classes: []class{
+			{kind: fairness.Writer, workers: 64, clients: 4},
+		},
+		distinct: true,
+	},
+	{
+		name:  "contended",
+		about: "8 writers on 2 clients, one name: lock+unlock with no hold and no think",
+		classes: []class{
+			{kind: fairness.Writer, workers: 8, clients: 2},
+		},
+	},
+	{
+		name:  "handoff",
+		about: "a holder releases while a waiter on another client is blocked: waiter granted minus holder's Unlock returned",
+		kind:  handoff,
+	},
 	{
 		name:  "reader-flood",
 		about: "6 readers on 2 clients (hold 20ms, think 0-2ms: reads overlap all the time), 1 writer (hold 5ms, think 20ms)",
@@ -52,12 +125,14 @@ var scenarios = []scenario{
 			{kind: fairness.Writer, workers: 4, clients: 2, hold: 5 * time.Millisecond, period: 200 * time.Millisecond},
 		},
 	},
+	mixed(0.50),
+	mixed(0.90),
+	mixed(0.99),
 	{
-		name:  "contended",
-		about: "8 writers on 2 clients, one name, lock+unlock with no hold and no think",
-		classes: []class{
-			{kind: fairness.Writer, workers: 8, clients: 2},
-		},
+		name:   "renewal",
+		about:  "one process holds N leases (1s lease, renewed every third of it): Redis calls and time per renewal round",
+		kind:   renewal,
+		leases: []int{1000, 10000},
 	},
 }
 
@@ -70,118 +145,67 @@ func scenarioNames() string {
 	return strings.Join(names, ",")
 }
 
-// pickScenarios parses -scenarios.
+// pickScenarios parses -scenarios; the result keeps the order of
+// scenarios.
 func pickScenarios(list string) ([]scenario, error) {
-	var out []scenario
-	seen := map[string]bool{}
-	for name := range strings.SplitSeq(list, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" || seen[name] {
-			continue
-		}
-		seen[name] = true
-		found := false
-		for _, s := range scenarios {
-			if s.name == name {
-				out = append(out, s)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, scenarioNames())
-		}
+	want, err := pickNames(list, scenarioNames(), "scenario")
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no scenario selected")
+	var out []scenario
+	for _, s := range scenarios {
+		if want[s.name] {
+			out = append(out, s)
+		}
 	}
 	return out, nil
 }
 
-// policyCase is a policy under the name fairbench reports.
-type policyCase struct {
-	name   string
-	policy fairrw.Policy
-}
-
-var policies = []policyCase{
-	{"redisson", fairrw.Redisson()},
-	{"writer-preferring", fairrw.WriterPreferring()},
-	{"phase-fair", fairrw.PhaseFair()},
-}
-
-// outcome is what one run of a scenario under a policy recorded.
-type outcome struct {
-	start   time.Time
-	window  time.Duration
-	elapsed time.Duration
-	rec     *fairness.Recorder
-}
-
-// runScenario runs s under pc on its own lock name for window. Requests
-// asked within the window are recorded, each bounded by a context of the
-// window's length: one still waiting then is recorded as timed out, at the
-// window. The workers keep the same load past the window, unrecorded, until
-// every worker has asked past it, so that every recorded request waits under
-// the same load until it ends. Any lock error (other than a recorded
-// timeout) ends the run with an error.
-func runScenario(ctx context.Context, r *redisEnv, s scenario, pc policyCase, name string, window time.Duration) (*outcome, error) {
-	var clients []*fairrw.Client
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	var workers []*fairness.Worker
-	for i := range s.classes {
-		cl := &s.classes[i]
-		own := make([]*fairrw.Client, cl.clients)
-		for j := range own {
-			c, err := fairrw.New(fairrw.WithClientOption(r.option), fairrw.WithPolicy(pc.policy))
-			if err != nil {
-				return nil, err
-			}
-			clients = append(clients, c)
-			own[j] = c
-			if err := warmUp(ctx, c.RWMutex(name)); err != nil {
-				return nil, err
-			}
-		}
-		for j := range cl.workers {
-			workers = append(workers, &fairness.Worker{
-				Class: cl.kind, Index: j, Mutex: fairness.RW(own[j%len(own)].RWMutex(name)), Hold: cl.hold, Think: cl.thinkRule(),
-			})
-		}
+// contenderNames returns the names of every contender, comma-separated.
+func contenderNames() string {
+	var names []string
+	for _, c := range contender.All() {
+		names = append(names, c.Name)
 	}
-	lp := &fairness.Loop{Window: window, Rec: new(fairness.Recorder)}
-	start, err := lp.Run(ctx, workers)
+	return strings.Join(names, ",")
+}
+
+// pickContenders parses -contenders; the result keeps the order of
+// contender.All.
+func pickContenders(list string) ([]contender.Contender, error) {
+	want, err := pickNames(list, contenderNames(), "contender")
 	if err != nil {
 		return nil, err
 	}
-	return &outcome{start: start, window: window, elapsed: time.Since(start), rec: lp.Rec}, nil
+	var out []contender.Contender
+	for _, c := range contender.All() {
+		if want[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
-// thinkRule is the class's pause after a release.
-func (c *class) thinkRule() func(time.Duration) time.Duration {
-	switch {
-	case c.period > 0:
-		return fairness.PeriodThink(c.period)
-	case c.thinkMax > 0:
-		return fairness.UniformThink(c.thinkMin, c.thinkMax)
-	default:
-		return nil
+// pickNames parses a comma-separated list of names out of known (also
+// comma-separated).
+func pickNames(list, known, what string) (map[string]bool, error) {
+	valid := map[string]bool{}
+	for name := range strings.SplitSeq(known, ",") {
+		valid[name] = true
 	}
-}
-
-// warmUp loads the policy's scripts with one write lock+unlock.
-func warmUp(ctx context.Context, m *fairrw.RWMutex) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	l, err := m.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("warm-up lock: %w", err)
+	want := map[string]bool{}
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !valid[name] {
+			return nil, fmt.Errorf("unknown %s %q (have %s)", what, name, known)
+		}
+		want[name] = true
 	}
-	if err := l.Unlock(ctx); err != nil {
-		return fmt.Errorf("warm-up unlock: %w", err)
+	if len(want) == 0 {
+		return nil, errors.New("no " + what + " selected")
 	}
-	return nil
+	return want, nil
 }

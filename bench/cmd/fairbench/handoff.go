@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fairrw/rwlock/bench/internal/contender"
+	"github.com/fairrw/rwlock/internal/fairness"
+)
+
+// blockDelay is how long a waiter is given to block (fail its first
+// attempt and start waiting) before the holder releases: far longer than
+// the few round trips that takes on loopback.
+const blockDelay = 3 * time.Millisecond
+
+// stallAfter is how long a released lock may stay ungranted to its
+// blocked waiter before the handoff counts as stalled (a lost wake-up):
+// far longer than any polling interval.
+const stallAfter = 2 * time.Second
+
+// handoffSample is one handoff: the time from the holder's Unlock
+// returning to the waiter's grant, and what woke the waiter.
+type handoffSample struct {
+	Latency time.Duration
+	Woken   string
+}
+
+// handoffOutcome is what one handoff run recorded.
+type handoffOutcome struct {
+	samples []handoffSample
+	// unblocked counts rounds whose waiter was granted without having
+	// waited (it was not blocked yet), left out of the samples.
+	unblocked int
+	// stalled counts handoffs whose waiter was not granted within
+	// stallAfter of the release (a lost wake-up), left out of the samples.
+	stalled int
+	elapsed time.Duration
+	cost    *cost
+}
+
+// runHandoff measures handoff latency (measuring.md: the time the next
+// waiter was granted minus the time the previous holder's unlock returned,
+// given a waiter was blocked) between two owners on two clients that take
+// turns: the holder keeps the lock while the other owner asks for it and
+// blocks, then releases. It runs for window, and on until it has
+// minSamples samples (polling peers hand off slowly), at most 5 windows.
+func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name string, window time.Duration, minSamples int) (*handoffOutcome, error) {
+	var owners [2]contender.Mutex
+	for i := range owners {
+		c, err := ct.Open(r.option)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		if err := warmUp(ctx, c.Mutex(name+":warm-up")); err != nil {
+			return nil, err
+		}
+		owners[i] = c.Mutex(name)
+	}
+	bound, cancel := context.WithTimeout(ctx, 5*window+10*time.Second)
+	defer cancel()
+	o := &handoffOutcome{}
+	before := r.sample(ctx)
+	start := time.Now()
+	var held fairness.Hold
+	for turn := 1; ; turn++ {
+		el := time.Since(start)
+		if (el >= window && len(o.samples) >= minSamples) || el >= 5*window {
+			break
+		}
+		if held == nil { // the start, or after a stall: nobody holds it
+			h, err := owners[(turn+1)%2].Acquire(bound, fairness.Writer)
+			if err != nil {
+				return nil, fmt.Errorf("lock: %w", err)
+			}
+			held = h
+		}
+		next, s, err := handOff(bound, held, owners[turn%2])
+		if errors.Is(err, errStalled) {
+			o.stalled++
+			held = nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		held = next
+		if s.Woken == "" {
+			o.unblocked++
+			continue
+		}
+		o.samples = append(o.samples, s)
+	}
+	o.elapsed = time.Since(start)
+	if held != nil {
+		if err := held.Unlock(ctx); err != nil {
+			return nil, fmt.Errorf("last unlock: %w", err)
+		}
+	}
+	o.cost = costOf(before, r.sample(ctx), int64(len(o.samples)+o.unblocked+1))
+	return o, nil
+}
+
+// errStalled is a handoff whose waiter was not granted within stallAfter
+// of the release.
+var errStalled = errors.New("stalled")
+
+// handOff has waiter ask while held is held, releases held once the waiter
+// had blockDelay to block, and returns the waiter's hold with the sample.
+// When the waiter is not granted within stallAfter of the release, its
+// request is cancelled and handOff returns errStalled: nobody holds the
+// lock then.
+func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex) (fairness.Hold, handoffSample, error) {
+	type grant struct {
+		h   fairness.Hold
+		at  time.Time
+		err error
+	}
+	got := make(chan grant, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		h, err := waiter.Acquire(wctx, fairness.Writer)
+		got <- grant{h, time.Now(), err}
+	}()
+	select {
+	case g := <-got:
+		if g.err != nil {
+			return nil, handoffSample{}, fmt.Errorf("waiter: %w", g.err)
+		}
+		return nil, handoffSample{}, errors.New("exclusion violated: the waiter was granted while the holder held the lock")
+	case <-time.After(blockDelay):
+	}
+	if err := held.Unlock(ctx); err != nil {
+		<-got // the waiter ends with ctx at the latest
+		return nil, handoffSample{}, fmt.Errorf("holder unlock: %w", err)
+	}
+	released := time.Now()
+	var g grant
+	select {
+	case g = <-got:
+	case <-time.After(stallAfter):
+		cancel()
+		if g = <-got; g.err != nil {
+			return nil, handoffSample{}, errStalled
+		}
+	}
+	if g.err != nil {
+		return nil, handoffSample{}, fmt.Errorf("waiter: %w", g.err)
+	}
+	return g.h, handoffSample{Latency: g.at.Sub(released), Woken: g.h.WokenBy()}, nil
+}
