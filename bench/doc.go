@@ -22,6 +22,7 @@
 //	BenchmarkWriterStream/policy=<redisson|writer-preferring|phase-fair>
 //	BenchmarkPolicyThroughput/policy=<redisson|writer-preferring|phase-fair>/<mix=write|mix=read90|contention=none>
 //	BenchmarkIdleWaiter/policy=<...>/transport=<tracking|no-tracking>/waiter=<write|read>
+//	BenchmarkPeers/op=<lockunlock-uncontended|contended|trylock>/contender=<redisson|writer-preferring|phase-fair|rueidislock|redislock|redsync>
 //
 // Uncontended: 64 goroutines, each on its own lock name, loop lock+unlock on
 // one shared Client; one op is one cycle (two script calls). The baseline does
@@ -118,6 +119,13 @@
 // the lock meanwhile, so scripts/s (script calls per second of the hold,
 // after the waiter's first attempt) should be 0: anything else is a waiter
 // retrying for nothing.
+//
+// Peers: the three policies next to the Go lock libraries people use today
+// (rueidislock, bsm/redislock, go-redsync/redsync: exclusive locks, each with
+// its default or documented settings, see bench/internal/contender), on the
+// same redis-server: lock+unlock uncontended, contended on one name, and
+// try-lock. See BenchmarkPeers. The fuller comparison, with fairness, handoff
+// and renewal, is the command bench/cmd/fairbench.
 //
 // Benchmarks never assert speed. They fail only on errors (and a handoff
 // benchmark on a waiter that is not granted within 10s). Keys left behind

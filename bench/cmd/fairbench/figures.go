@@ -105,8 +105,9 @@ func handoffChart(path string, results []result) error {
 	return barChart(path, "handoff latency p50: Unlock returned to waiter granted (lower is better)", "µs", bars, true)
 }
 
-// renewalCharts draws the Redis commands per renewal round at each
-// fan-out.
+// renewalCharts draws the script calls a client sends per renewal round
+// at each fan-out: what the batching saves (the commands those scripts run
+// are in the table).
 func renewalCharts(results []result, draw func(string, func(string) error) error) error {
 	fanouts := map[int][]bar{}
 	var order []int
@@ -115,12 +116,12 @@ func renewalCharts(results []result, draw func(string, func(string) error) error
 			if _, ok := fanouts[o.Leases]; !ok {
 				order = append(order, o.Leases)
 			}
-			fanouts[o.Leases] = append(fanouts[o.Leases], bar{Label: r.Contender, Value: o.CommandsPerRound})
+			fanouts[o.Leases] = append(fanouts[o.Leases], bar{Label: r.Contender, Value: o.ScriptsPerRound})
 		}
 	}
 	for _, n := range order {
-		title := fmt.Sprintf("renewal: Redis commands per watchdog round, %d leases held (lower is better)", n)
-		if err := draw(fmt.Sprintf("renewal-%d", n), func(p string) error { return barChart(p, title, "commands/round", fanouts[n], true) }); err != nil {
+		title := fmt.Sprintf("renewal: script calls sent per watchdog round, %d leases held (lower is better)", n)
+		if err := draw(fmt.Sprintf("renewal-%d", n), func(p string) error { return barChart(p, title, "script calls/round", fanouts[n], true) }); err != nil {
 			return err
 		}
 	}

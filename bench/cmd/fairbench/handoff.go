@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
@@ -44,7 +45,8 @@ type handoffOutcome struct {
 // waiter was granted minus the time the previous holder's unlock returned,
 // given a waiter was blocked) between two owners on two clients that take
 // turns: the holder keeps the lock while the other owner asks for it and
-// blocks, then releases. It runs for window, and on until it has
+// blocks, then releases; for a polling contender, at a random point of its
+// polling period. It runs for window, and on until it has
 // minSamples samples (polling peers hand off slowly), at most 5 windows.
 func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name string, window time.Duration, minSamples int) (*handoffOutcome, error) {
 	var owners [2]contender.Mutex
@@ -77,7 +79,7 @@ func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 			}
 			held = h
 		}
-		next, s, err := handOff(bound, held, owners[turn%2])
+		next, s, err := handOff(bound, held, owners[turn%2], blockDelay+randUpTo(ct.PollEvery))
 		if errors.Is(err, errStalled) {
 			o.stalled++
 			held = nil
@@ -103,16 +105,25 @@ func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 	return o, nil
 }
 
+// randUpTo returns a uniform random duration in [0, d), or 0.
+func randUpTo(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d)
+}
+
 // errStalled is a handoff whose waiter was not granted within stallAfter
 // of the release.
 var errStalled = errors.New("stalled")
 
-// handOff has waiter ask while held is held, releases held once the waiter
-// had blockDelay to block, and returns the waiter's hold with the sample.
+// handOff has waiter ask while held is held, releases held after hold (at
+// least blockDelay, for the waiter to block), and returns the waiter's hold
+// with the sample.
 // When the waiter is not granted within stallAfter of the release, its
 // request is cancelled and handOff returns errStalled: nobody holds the
 // lock then.
-func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex) (fairness.Hold, handoffSample, error) {
+func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex, hold time.Duration) (fairness.Hold, handoffSample, error) {
 	type grant struct {
 		h   fairness.Hold
 		at  time.Time
@@ -131,7 +142,7 @@ func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex) (f
 			return nil, handoffSample{}, fmt.Errorf("waiter: %w", g.err)
 		}
 		return nil, handoffSample{}, errors.New("exclusion violated: the waiter was granted while the holder held the lock")
-	case <-time.After(blockDelay):
+	case <-time.After(hold):
 	}
 	if err := held.Unlock(ctx); err != nil {
 		<-got // the waiter ends with ctx at the latest

@@ -15,7 +15,7 @@
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
 // The default set takes about a minute: every scenario once, with a 1s
-// window. -full runs 5s windows three times and reports medians (about ten
+// window. -full runs 5s windows three times and reports medians (about twenty
 // minutes).
 //
 // Redis: -addr uses an existing server (nothing is flushed; each run uses

@@ -53,6 +53,11 @@ type Contender struct {
 	Renews bool
 	// Wake is how a waiter learns the lock is free.
 	Wake string
+	// PollEvery is the longest pause between a polling waiter's attempts (0
+	// for waiters woken by Redis). A handoff measurement releases at a
+	// random point of that period, so that a poller is not always caught at
+	// the same phase.
+	PollEvery time.Duration
 	// Settings are the settings used where they differ from the library's
 	// defaults, and why (one line).
 	Settings string

@@ -21,9 +21,10 @@ const redislockBackoff = 100 * time.Millisecond
 
 func redislockContender() Contender {
 	return Contender{
-		Name:    "redislock",
-		Library: "github.com/bsm/redislock",
-		Wake:    "polling every 100ms",
+		Name:      "redislock",
+		Library:   "github.com/bsm/redislock",
+		Wake:      "polling every 100ms",
+		PollEvery: 100 * time.Millisecond,
 		Settings: "TTL 30s (fairrw's default lease: redislock does not renew); blocking Acquire retries with LinearBackoff(100ms) " +
 			"as its Obtain retry example (default NoRetry) until ctx ends; go-redis defaults (pool of 10 connections per CPU)",
 		Open: func(opt rueidis.ClientOption) (Client, error) {

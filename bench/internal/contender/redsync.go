@@ -25,9 +25,10 @@ const (
 
 func redsyncContender() Contender {
 	return Contender{
-		Name:    "redsync",
-		Library: "github.com/go-redsync/redsync/v4",
-		Wake:    "polling every 50-250ms",
+		Name:      "redsync",
+		Library:   "github.com/go-redsync/redsync/v4",
+		Wake:      "polling every 50-250ms",
+		PollEvery: 250 * time.Millisecond,
 		Settings: "WithExpiry(30s) (default 8s; redsync does not renew); blocking Acquire: WithTries(math.MaxInt) (default 32) " +
 			"with the default retry delay rand(50ms, 250ms), until ctx ends; one pool (quorum 1); go-redis defaults (pool of 10 connections per CPU)",
 		Open: func(opt rueidis.ClientOption) (Client, error) {
