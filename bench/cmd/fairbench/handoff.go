@@ -16,6 +16,11 @@ import (
 // the few round trips that takes on loopback.
 const blockDelay = 3 * time.Millisecond
 
+// maxBlockDelay caps blockDelay's growth: each handoff whose waiter turns
+// out not to have blocked in time (a loaded machine) doubles the delay for
+// the next ones.
+const maxBlockDelay = 200 * time.Millisecond
+
 // stallAfter is how long a released lock may stay ungranted to its
 // blocked waiter before the handoff counts as stalled (a lost wake-up):
 // far longer than any polling interval.
@@ -67,6 +72,7 @@ func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 	before := r.sample(ctx)
 	start := time.Now()
 	var held fairness.Hold
+	delay := blockDelay
 	for turn := 1; ; turn++ {
 		el := time.Since(start)
 		if (el >= window && len(o.samples) >= minSamples) || el >= 5*window {
@@ -79,7 +85,7 @@ func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 			}
 			held = h
 		}
-		next, s, err := handOff(bound, held, owners[turn%2], blockDelay+randUpTo(ct.PollEvery))
+		next, s, err := handOff(bound, held, owners[turn%2], delay+randUpTo(ct.PollEvery))
 		if errors.Is(err, errStalled) {
 			o.stalled++
 			held = nil
@@ -91,6 +97,7 @@ func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 		held = next
 		if s.Woken == "" {
 			o.unblocked++
+			delay = min(2*delay, maxBlockDelay)
 			continue
 		}
 		o.samples = append(o.samples, s)

@@ -105,6 +105,10 @@ type result struct {
 	// Stalled counts handoffs (over every repetition) whose blocked
 	// waiter was not granted within 2s of the release: lost wake-ups.
 	Stalled int `json:"stalled,omitempty"`
+	// Unblocked counts handoffs left out because the waiter had not blocked
+	// yet when the holder released (a loaded machine); each doubles the
+	// time the next waiters are given to block.
+	Unblocked int `json:"unblocked,omitempty"`
 	// Renewal is one outcome per fan-out (renewal scenario).
 	Renewal []*renewalOutcome `json:"renewal,omitempty"`
 

@@ -49,7 +49,7 @@ func summarizeLoop(s scenario, contender string, rep int, o *outcome, bound time
 func summarizeHandoff(s scenario, contender string, rep int, o *handoffOutcome) result {
 	return result{
 		Scenario: s.name, Contender: contender, Rep: rep, ElapsedS: o.elapsed.Seconds(),
-		Cost: o.cost, handoffs: o.samples, Handoff: handoffPaths(o.samples), Stalled: o.stalled,
+		Cost: o.cost, handoffs: o.samples, Handoff: handoffPaths(o.samples), Stalled: o.stalled, Unblocked: o.unblocked,
 	}
 }
 
@@ -115,6 +115,7 @@ func medianOf(reps []result) result {
 		m.Handoff = handoffPaths(m.handoffs)
 		for _, r := range reps {
 			m.Stalled += r.Stalled
+			m.Unblocked += r.Unblocked
 		}
 	}
 	for i := range first.Renewal {
