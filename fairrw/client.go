@@ -36,6 +36,7 @@ type Client struct {
 	// cluster is true on a Redis Cluster client: a script call's keys must
 	// then share one slot.
 	cluster bool
+	tel     *telemetry
 
 	mu      sync.Mutex
 	closed  bool
@@ -63,7 +64,12 @@ func New(opts ...Option) (*Client, error) {
 	if (cfg.client == nil) == (cfg.clientOption == nil) {
 		return nil, fmt.Errorf("%w: give exactly one of WithClient and WithClientOption", ErrInvalidOption)
 	}
+	tel, err := newTelemetry(orGlobalTracer(cfg.tracer), orGlobalMeter(cfg.meter), orSilent(cfg.logger), cfg.policy.String())
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
+		tel:           tel,
 		id:            uuid.NewString(),
 		policy:        cfg.policy.impl(),
 		leaseTime:     cfg.leaseTime,

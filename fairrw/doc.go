@@ -56,4 +56,17 @@
 // pauses longer than its lease, or a Redis that loses data in a restart or a
 // failover, can let two holders overlap; guard what the lock protects
 // accordingly.
+//
+// # Observability
+//
+// A Client traces with OpenTelemetry (WithTracerProvider, else the global
+// provider): a client span around every acquire (fairrw.Lock, fairrw.RLock,
+// fairrw.TryLock, fairrw.TryRLock) with the lock, mode, policy, outcome,
+// attempts, wait, wake-up path and fencing token; a span per Unlock and one
+// per lost lease (fairrw.lease.lost, with its cause), both linked to the
+// acquire; and one per watchdog round (fairrw.renew). It records metrics
+// (WithMeterProvider): fairrw.acquire.duration, fairrw.hold.duration,
+// fairrw.holds.active, fairrw.waiters, fairrw.renewals,
+// fairrw.renewal.failures and fairrw.leases.lost. With WithLogger, failures
+// and lost leases are also logged with log/slog.
 package fairrw

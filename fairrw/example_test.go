@@ -7,6 +7,11 @@ import (
 	"log"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fairrw/rwlock/fairrw"
 )
 
@@ -156,4 +161,51 @@ func ExampleLease_Token() {
 	// second: <nil>
 	// first: stale fencing token
 	// value: from second
+}
+
+func ExampleWithTracerProvider() {
+	// A service would export its spans (e.g. with OTLP); a recorder keeps
+	// them here to print them.
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()), fairrw.WithTracerProvider(tp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// The request's span: the lock's spans are its children.
+	ctx, request := tp.Tracer("shop").Start(context.Background(), "checkout")
+	l, err := c.RWMutex("cart:7").Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	request.End()
+
+	names := map[trace.SpanID]string{}
+	for _, s := range spans.Ended() {
+		names[s.SpanContext().SpanID()] = s.Name()
+	}
+	for _, s := range spans.Ended() {
+		fmt.Print(s.Name())
+		attrs := attribute.NewSet(s.Attributes()...)
+		for _, k := range []attribute.Key{"fairrw.lock.name", "fairrw.lock.mode", "fairrw.acquire.outcome", "fairrw.acquire.attempts"} {
+			if v, ok := attrs.Value(k); ok {
+				fmt.Printf(" %s=%s", k, v.Emit())
+			}
+		}
+		if s.Parent().IsValid() {
+			fmt.Print(" (in ", names[s.Parent().SpanID()], ")")
+		}
+		fmt.Println()
+	}
+	// Output:
+	// fairrw.Lock fairrw.lock.name=cart:7 fairrw.lock.mode=write fairrw.acquire.outcome=granted fairrw.acquire.attempts=1 (in checkout)
+	// fairrw.Unlock fairrw.lock.name=cart:7 fairrw.lock.mode=write (in checkout)
+	// checkout
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A Lease is one granted hold of a lock: a read or the write, from one
@@ -28,6 +30,10 @@ type Lease struct {
 	woken    wakeSource
 	token    uint64
 	done     chan struct{}
+	granted  time.Time
+	// acquireSpan is the span of the acquire that granted the lease: the
+	// spans of its unlock and of its loss link to it.
+	acquireSpan trace.SpanContext
 
 	mu       sync.Mutex
 	state    leaseState
@@ -44,19 +50,22 @@ const (
 	leaseEnded
 )
 
-func newLease(m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
+func newLease(ctx context.Context, m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
 	l := &Lease{
-		m:        m,
-		mode:     mode,
-		attempt:  got.attempt,
-		lease:    cfg.lease,
-		watchdog: !cfg.explicit,
-		woken:    got.woken,
-		token:    got.reply.token,
-		done:     make(chan struct{}),
-		deadline: got.sent.Add(cfg.lease),
+		acquireSpan: trace.SpanContextFromContext(ctx),
+		m:           m,
+		mode:        mode,
+		attempt:     got.attempt,
+		lease:       cfg.lease,
+		watchdog:    !cfg.explicit,
+		woken:       got.woken,
+		token:       got.reply.token,
+		done:        make(chan struct{}),
+		deadline:    got.sent.Add(cfg.lease),
+		granted:     time.Now(),
 	}
 	m.count(mode, 1)
+	m.c.tel.held(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
@@ -113,24 +122,45 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.state = leaseUnlocking
 	l.mu.Unlock()
 
+	span := c.tel.startUnlock(ctx, l)
+	err := l.unlock(ctx)
+	c.tel.endUnlock(span, l, err)
+	return err
+}
+
+func (l *Lease) unlock(ctx context.Context) error {
 	res, err := l.m.release(ctx, l.mode, l.attempt, false)
 	switch {
 	case err != nil:
-		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err))
+		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)
 		return err
 	case res == releaseNotHeld:
-		l.end(fmt.Errorf("%w: Redis no longer had the hold at unlock", ErrLeaseLost))
+		l.end(fmt.Errorf("%w: Redis no longer had the hold at unlock", ErrLeaseLost), lossGone)
 		return fmt.Errorf("%w: %q: Redis no longer had the hold", ErrNotHeld, l.Name())
 	default:
-		l.end(nil)
+		l.end(nil, lossNone)
 		return nil
 	}
 }
 
-// end closes the lease once, with err as its Err (nil after an unlock).
-func (l *Lease) end(err error) bool {
+// end closes the lease once, with err as its Err (nil after an unlock) and
+// cause as the reason of a loss.
+func (l *Lease) end(err error, cause lossCause) bool {
+	return l.finish(err, cause, false)
+}
+
+// lose ends the lease because a renewal found its hold gone, unless an
+// Unlock is under way: the renewal may have run after that Unlock's
+// release, and the Unlock's own answer decides how the lease ends.
+func (l *Lease) lose(err error, cause lossCause) bool {
+	return l.finish(err, cause, true)
+}
+
+// finish closes the lease once; with heldOnly, only while no Unlock is
+// under way.
+func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.mu.Lock()
-	if l.state == leaseEnded {
+	if l.state == leaseEnded || (heldOnly && l.state != leaseHeld) {
 		l.mu.Unlock()
 		return false
 	}
@@ -141,6 +171,8 @@ func (l *Lease) end(err error) bool {
 	l.mu.Unlock()
 	l.m.count(l.mode, -1)
 	l.m.c.renewer.remove(l)
+	l.m.c.tel.held(l.mode, -1)
+	l.m.c.tel.leaseEnded(l, cause, err)
 	return true
 }
 
@@ -152,11 +184,11 @@ func (l *Lease) expire() {
 	passed := !time.Now().Before(l.deadline)
 	l.mu.Unlock()
 	if passed {
-		cause := "not confirmed before its deadline"
+		cause, why := lossDeadline, "not confirmed before its deadline"
 		if !l.watchdog {
-			cause = "its lease ran out"
+			cause, why = lossExpired, "its lease ran out"
 		}
-		l.end(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), cause))
+		l.end(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), why), cause)
 	}
 }
 

@@ -1,8 +1,13 @@
 package fairrw
 
 import (
+	"log/slog"
+
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redis/rueidis"
 )
@@ -47,6 +52,9 @@ type config struct {
 	unlockTimeout time.Duration
 	publish       PublishCommand
 	tracking      bool
+	tracer        trace.TracerProvider // nil: the global one
+	meter         metric.MeterProvider // nil: the global one
+	logger        *slog.Logger         // nil: silent
 }
 
 func defaultConfig() config {
@@ -89,6 +97,52 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
 		}
 		cfg.clientOption = &opt
+		return nil
+	})
+}
+
+// WithTracerProvider makes the Client trace with tp: a span around every
+// acquire (fairrw.Lock, fairrw.RLock, fairrw.TryLock, fairrw.TryRLock), a
+// child of the caller's span; one around every Unlock; one per watchdog
+// round (fairrw.renew); and one for every lease lost (fairrw.lease.lost),
+// linked to its acquire. The default is the global provider
+// (otel.GetTracerProvider) as it is when New runs; with a no-op provider
+// spans cost nothing but the calls.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(cfg *config) error {
+		if tp == nil {
+			return fmt.Errorf("%w: WithTracerProvider(nil)", ErrInvalidOption)
+		}
+		cfg.tracer = tp
+		return nil
+	})
+}
+
+// WithMeterProvider makes the Client record its metrics with mp:
+// fairrw.acquire.duration and fairrw.hold.duration (histograms, seconds),
+// fairrw.holds.active and fairrw.waiters (up-down counters),
+// fairrw.renewals, fairrw.renewal.failures and fairrw.leases.lost
+// (counters). The default is the global provider (otel.GetMeterProvider).
+// Every attribute set is built once, so recording allocates nothing.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(cfg *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: WithMeterProvider(nil)", ErrInvalidOption)
+		}
+		cfg.meter = mp
+		return nil
+	})
+}
+
+// WithLogger makes the Client log to l what goes wrong: failed acquires
+// and unlocks (Warn), failed renewal rounds (Warn) and lost leases (Error;
+// Info for those ended by Close). The default is silent.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(cfg *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
+		}
+		cfg.logger = l
 		return nil
 	})
 }

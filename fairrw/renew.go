@@ -101,23 +101,34 @@ func (r *renewer) round() error {
 	defer cancel()
 	results := r.c.policy.renewScript().ExecBatch(ctx, r.c.rdb, calls)
 	var failed error
+	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
 	for i, res := range results {
+		n := 0
+		for _, h := range batches[i] {
+			n += len(h.leases)
+		}
+		leases += n
 		alive, err := res.AsIntSlice()
 		if err == nil && len(alive) != len(batches[i]) {
 			err = fmt.Errorf("renewal returned %d results for %d holds", len(alive), len(batches[i]))
 		}
 		if err != nil {
 			failed = err
+			failedBatches++
+			failedLeases += n
 			continue
 		}
 		for j, h := range batches[i] {
 			if alive[j] == 1 {
 				h.confirm(sent.Add(r.c.leaseTime))
 			} else {
-				h.lose(fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name))
+				gone += len(h.leases)
+				h.lose(fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name), lossGone)
 			}
 		}
 	}
+	// Leases found gone were sent but not renewed.
+	r.c.tel.renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
 	return failed
 }
 
@@ -178,9 +189,9 @@ func (h *renewHold) confirm(deadline time.Time) {
 	}
 }
 
-func (h *renewHold) lose(err error) {
+func (h *renewHold) lose(err error, cause lossCause) {
 	for _, l := range h.leases {
-		l.end(err)
+		l.lose(err, cause)
 	}
 }
 
@@ -196,6 +207,6 @@ func (r *renewer) close() {
 	}
 	r.mu.Unlock()
 	for _, l := range leases {
-		l.end(errClosedLease)
+		l.end(errClosedLease, lossClosed)
 	}
 }

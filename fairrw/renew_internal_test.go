@@ -1,10 +1,13 @@
 package fairrw
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
 )
 
@@ -120,5 +123,53 @@ func TestRequestID(t *testing.T) {
 			t.Fatalf("id %q repeated", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestRenewalLossWaitsForUnlock: a renewal that finds the hold gone while
+// an Unlock is under way (its script may have run after the release) leaves
+// the lease to the Unlock; a held lease is lost at once.
+func TestRenewalLossWaitsForUnlock(t *testing.T) {
+	_, opt := redistest.Miniredis(t)
+	c, err := New(WithClientOption(opt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.RWMutex("renew-vs-unlock").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := fmt.Errorf("%w: gone", ErrLeaseLost)
+
+	l.mu.Lock()
+	l.state = leaseUnlocking // as Unlock sets it before its release
+	l.mu.Unlock()
+	(&renewHold{leases: []*Lease{l}}).lose(gone, lossGone)
+	select {
+	case <-l.Done():
+		t.Fatalf("a renewal ended a lease whose Unlock was under way: %v", l.Err())
+	default:
+	}
+	l.mu.Lock()
+	l.state = leaseHeld
+	l.mu.Unlock()
+	if err := l.Unlock(ctx); err != nil || l.Err() != nil {
+		t.Fatalf("Unlock = %v, Err = %v; want both nil", err, l.Err())
+	}
+
+	held, err := c.RWMutex("renew-held").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&renewHold{leases: []*Lease{held}}).lose(gone, lossGone)
+	select {
+	case <-held.Done():
+	default:
+		t.Fatal("a renewal that found a held lease gone did not end it")
+	}
+	if !errors.Is(held.Err(), ErrLeaseLost) {
+		t.Fatalf("Err = %v, want ErrLeaseLost", held.Err())
 	}
 }

@@ -45,24 +45,24 @@ func (m *RWMutex) Owner() string { return m.owner }
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing
 // behind in Redis.
 func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.acquire(ctx, Write, true, opts)
+	return m.traced(ctx, "fairrw.Lock", Write, true, opts)
 }
 
 // RLock takes a read lock, waiting until it is granted or ctx is done.
 func (m *RWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.acquire(ctx, Read, true, opts)
+	return m.traced(ctx, "fairrw.RLock", Read, true, opts)
 }
 
 // TryLock makes one attempt at the write lock and returns ErrNotAcquired if
 // it is taken.
 func (m *RWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.acquire(ctx, Write, false, opts)
+	return m.traced(ctx, "fairrw.TryLock", Write, false, opts)
 }
 
 // TryRLock makes one attempt at a read lock and returns ErrNotAcquired if a
 // writer (or, depending on the policy, a waiting writer) stands in the way.
 func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.acquire(ctx, Read, false, opts)
+	return m.traced(ctx, "fairrw.TryRLock", Read, false, opts)
 }
 
 // ForceUnlock frees the lock whoever holds it, but only if it is held in
@@ -89,7 +89,17 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 	return nil
 }
 
-func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
+// traced runs acquire inside its span (see WithTracerProvider) and records
+// its duration and outcome.
+func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
+	ctx, tr := m.c.tel.startAcquire(ctx, op, m.keys.name, mode)
+	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
+	tr.end(l, err)
+	return l, err
+}
+
+// acquire takes a hold of mode, counting its attempts in attempts.
+func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, attempts *int) (*Lease, error) {
 	cfg, err := m.prepare(mode, opts)
 	if err != nil {
 		return nil, err
@@ -99,6 +109,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	}
 	defer m.c.leave()
 
+	*attempts++
 	first, err := m.attempt(ctx, mode, cfg, wait, false)
 	if err != nil && wait {
 		m.cancelWait(ctx, mode, cfg)
@@ -109,7 +120,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if !wait {
 		return nil, fmt.Errorf("%w: %q (%s)", ErrNotAcquired, m.keys.name, mode)
 	}
-	got, err := m.wait(ctx, mode, cfg, first.reply.wait)
+	got, err := m.wait(ctx, mode, cfg, first.reply.wait, attempts)
 	if err != nil {
 		m.cancelWait(ctx, mode, cfg)
 	}
@@ -151,20 +162,23 @@ func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got 
 		m.settle(ctx, mode, got.attempt)
 		return nil, ErrClosed
 	}
-	return newLease(m, mode, cfg, got), nil
+	return newLease(ctx, m, mode, cfg, got), nil
 }
 
 // wait blocks until a grant, ctx's end or Close. It joins the lock's wait
 // group first (so no wake-up is lost between a failed attempt and the wait),
 // waits for its subscription, then retries on every wake-up, and in any case
 // no later than the PTTL that the last failed attempt returned.
-func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration) (attemptResult, error) {
+func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (attemptResult, error) {
 	w := m.c.waits.join(&m.keys, mode, m.owner)
 	defer m.c.waits.leave(w)
+	m.c.tel.waiting(mode, 1)
+	defer m.c.tel.waiting(mode, -1)
 	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
 		return attemptResult{}, m.waitError(err)
 	}
 	for {
+		*attempts++
 		got, err := m.attempt(ctx, mode, cfg, true, true)
 		if err != nil {
 			return attemptResult{}, err
