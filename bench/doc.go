@@ -23,6 +23,7 @@
 //	BenchmarkPolicyThroughput/policy=<redisson|writer-preferring|phase-fair>/<mix=write|mix=read90|contention=none>
 //	BenchmarkIdleWaiter/policy=<...>/transport=<tracking|no-tracking>/waiter=<write|read>
 //	BenchmarkPeers/op=<lockunlock-uncontended|contended|trylock>/contender=<redisson|writer-preferring|phase-fair|rueidislock|redislock|redsync>
+//	BenchmarkTelemetry/provider=<noop|sdk>/goroutines=<1|64>
 //
 // Uncontended: 64 goroutines, each on its own lock name, loop lock+unlock on
 // one shared Client; one op is one cycle (two script calls). The baseline does
