@@ -29,8 +29,10 @@ func (m *RWMutex) request(mode Mode, cfg acquireConfig) acquireRequest {
 		queue: m.c.leaseTime,
 		// A granted attempt's latch only has to outlive retries of that
 		// attempt, and must not outlive a short hold by much.
-		latchTTL: min(cfg.lease, m.c.unlockTimeout),
-		publish:  m.c.publish,
+		latchTTL:     min(cfg.lease, m.c.unlockTimeout),
+		publish:      m.c.publish,
+		syncReplicas: m.c.syncReplicas,
+		syncTimeout:  m.c.syncTimeout,
 	}
 }
 
@@ -55,6 +57,12 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 			got.reply = reply
 			if reply.aborted { // only a settled attempt is aborted; report it as not granted
 				got.reply = acquireReply{wait: time.Millisecond}
+			}
+			if reply.granted && req.syncReplicas > 0 && reply.replicas < req.syncReplicas {
+				// A failover now could lose the grant: give it back.
+				m.settle(ctx, mode, req.attempt)
+				return got, fmt.Errorf("%w: %q: %d of %d replicas acknowledged within %v",
+					ErrNotReplicated, m.keys.name, reply.replicas, req.syncReplicas, req.syncTimeout)
 			}
 			return got, nil
 		}

@@ -37,6 +37,10 @@ type Client struct {
 	// then share one slot.
 	cluster bool
 	tel     *telemetry
+	// syncReplicas > 0: every acquire attempt waits for that many replicas
+	// (WithSyncReplicas), at most syncTimeout.
+	syncReplicas int64
+	syncTimeout  time.Duration
 
 	mu      sync.Mutex
 	closed  bool
@@ -70,6 +74,8 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		tel:           tel,
+		syncReplicas:  int64(cfg.syncReplicas),
+		syncTimeout:   cfg.syncTimeout,
 		id:            uuid.NewString(),
 		policy:        cfg.policy.impl(),
 		leaseTime:     cfg.leaseTime,

@@ -31,6 +31,12 @@ var (
 	ErrInvalidOption = errors.New("fairrw: invalid option")
 )
 
+// ErrNotReplicated is returned by an acquire under WithSyncReplicas when
+// fewer replicas than asked acknowledged the grant within the timeout. The
+// grant is given back before the error returns: a failover could have lost
+// it.
+var ErrNotReplicated = errors.New("fairrw: grant not acknowledged by enough replicas")
+
 // ErrPolicyMismatch is returned when a lock name is held under another
 // policy than the Client's: two policies on one name would not exclude each
 // other, so the acquire is refused and nothing is changed.

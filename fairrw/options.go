@@ -55,6 +55,8 @@ type config struct {
 	tracer        trace.TracerProvider // nil: the global one
 	meter         metric.MeterProvider // nil: the global one
 	logger        *slog.Logger         // nil: silent
+	syncReplicas  int
+	syncTimeout   time.Duration
 }
 
 func defaultConfig() config {
@@ -143,6 +145,25 @@ func WithLogger(l *slog.Logger) Option {
 			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
 		}
 		cfg.logger = l
+		return nil
+	})
+}
+
+// WithSyncReplicas makes every grant wait until n replicas acknowledged it
+// (Redis WAIT n timeout, sent behind each acquire attempt on the same
+// connection), and fail with ErrNotReplicated, giving the grant back, when
+// fewer did within timeout. Redis replicates asynchronously: without it, a
+// failover right after a grant can promote a replica that never saw it, and
+// two holders overlap. With it the window narrows to what WAIT cannot
+// cover (a replica that acknowledged but is not the one promoted; see the
+// README), at the cost of a replication round trip per attempt. Fencing
+// tokens remain the safe guard. Off by default.
+func WithSyncReplicas(n int, timeout time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if n < 1 || timeout <= 0 {
+			return fmt.Errorf("%w: WithSyncReplicas(%d, %v): want at least 1 replica and a positive timeout", ErrInvalidOption, n, timeout)
+		}
+		cfg.syncReplicas, cfg.syncTimeout = n, timeout
 		return nil
 	})
 }

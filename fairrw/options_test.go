@@ -26,6 +26,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"zero lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(0)}},
 		{"negative lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(-time.Second)}},
 		{"zero unlock timeout", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithUnlockTimeout(0)}},
+		{"no replicas to sync", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithSyncReplicas(0, time.Second)}},
+		{"no sync timeout", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithSyncReplicas(1, 0)}},
+		{"nil tracer provider", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithTracerProvider(nil)}},
 		{"unknown publish", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithPublishCommand("shout")}},
 	}
 	for _, tt := range tests {

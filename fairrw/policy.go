@@ -66,6 +66,10 @@ type acquireRequest struct {
 	publish  string
 	wait     bool // queue up when refused (Lock, RLock), not for Try*
 	tracked  bool // arm client tracking on the lock key with this attempt
+	// syncReplicas > 0 sends WAIT syncReplicas syncTimeout behind the
+	// attempt, on its connection (WithSyncReplicas).
+	syncReplicas int64
+	syncTimeout  time.Duration
 }
 
 type acquireReply struct {
@@ -73,6 +77,33 @@ type acquireReply struct {
 	aborted bool          // the attempt had been aborted by its caller
 	wait    time.Duration // the longest to wait before retrying
 	token   uint64        // the fencing token of a grant
+	// replicas is how many replicas acknowledged the attempt's writes, when
+	// it was sent with WAIT.
+	replicas int64
+}
+
+// runAcquire runs an acquire script s the way r asks: behind WAIT for
+// replicas, or arming client tracking, or plainly. A synced attempt does
+// not arm tracking: WAIT takes a dedicated connection, whose invalidations
+// would not reach the waiter; pub/sub and the PTTL bound still wake it.
+func runAcquire(ctx context.Context, rdb rueidis.Client, s *script.Script, keys, args []string, r *acquireRequest) (acquireReply, error) {
+	switch {
+	case r.syncReplicas > 0:
+		res, acked, err := s.ExecSynced(ctx, rdb, keys, args, r.syncReplicas, r.syncTimeout)
+		reply, rerr := parseAcquire(res)
+		if rerr != nil {
+			return reply, rerr
+		}
+		if err != nil {
+			return reply, fmt.Errorf("fairrw: WAIT: %w", err)
+		}
+		reply.replicas = acked
+		return reply, nil
+	case r.tracked:
+		return parseAcquire(s.ExecTracked(ctx, rdb, keys, args))
+	default:
+		return parseAcquire(s.Exec(ctx, rdb, keys, args))
+	}
 }
 
 type releaseRequest struct {

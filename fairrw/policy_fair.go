@@ -75,10 +75,7 @@ func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys
 	keys, args := p.common(k, r.mode, r.owner, millis(r.lease), millis(r.queue), millis(r.latchTTL), r.publish)
 	keys = append(keys, compat.AttemptLatch(k.name, r.attempt))
 	args = append(args, boolArg(r.wait))
-	if r.tracked {
-		return parseAcquire(fairAcquire.ExecTracked(ctx, rdb, keys, args))
-	}
-	return parseAcquire(fairAcquire.Exec(ctx, rdb, keys, args))
+	return runAcquire(ctx, rdb, fairAcquire, keys, args, r)
 }
 
 func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {

@@ -51,10 +51,7 @@ func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKe
 		keys = []string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch, fair, fence}
 		args = []string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), millis(r.latchTTL)}
 	}
-	if r.tracked {
-		return parseAcquire(s.ExecTracked(ctx, rdb, keys, args))
-	}
-	return parseAcquire(s.Exec(ctx, rdb, keys, args))
+	return runAcquire(ctx, rdb, s, keys, args, r)
 }
 
 func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {

@@ -47,7 +47,7 @@ func CancelStormLeavesNothing(t *testing.T, env Env) {
 	}
 	// Nothing held: a fresh owner gets the write at once.
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // UnlockIgnoresCancelledContext: Unlock runs detached from the caller's
@@ -61,5 +61,5 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 		t.Fatalf("Unlock with a cancelled ctx: %v", err)
 	}
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }

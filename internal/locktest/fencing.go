@@ -41,7 +41,7 @@ func FencingTokens(t *testing.T, env Env) {
 		}
 		unlock(t, r)
 	}
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // PolicyMismatch: a name held under one policy refuses every other policy
@@ -70,7 +70,7 @@ func PolicyMismatch(t *testing.T, env Env) {
 				}
 			}
 			unlock(t, held)
-			eventuallyNoKeys(t, env, name(t))
+			EventuallyNoKeys(t, env, name(t))
 		}
 	}
 }

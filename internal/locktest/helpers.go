@@ -106,9 +106,9 @@ func allKeysOf(t testing.TB, env Env, name string) []string {
 	return out
 }
 
-// eventuallyNoKeys waits until no key of the lock is left (unlock latches are
+// EventuallyNoKeys waits until no key of the lock is left (unlock latches are
 // deleted in the background right after the unlock answers).
-func eventuallyNoKeys(t testing.TB, env Env, name string) {
+func EventuallyNoKeys(t testing.TB, env Env, name string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -68,7 +68,7 @@ func ReentrantReadWhileWriterWaits(t *testing.T, env Env) {
 	blocked(t, w)
 	unlock(t, r2)
 	unlock(t, receive(t, w))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // WaitingWriterTurnsReadersAway: while a writer waits behind readers, a new
@@ -81,7 +81,7 @@ func WaitingWriterTurnsReadersAway(t *testing.T, env Env) {
 	refused(t, c2.RWMutex(name(t)), fairrw.Read)
 	unlock(t, r)
 	unlock(t, receive(t, w))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // WritersFIFO: writers are served in the order they arrived, across clients.
@@ -100,7 +100,7 @@ func WritersFIFO(t *testing.T, env Env) {
 		}
 		unlock(t, l)
 	}
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // CancelledWriterLeavesQueue: a waiting writer that gives up removes its
@@ -117,7 +117,7 @@ func CancelledWriterLeavesQueue(t *testing.T, env Env) {
 	}
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Read))
 	unlock(t, r)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // ReadersReturnWhenWriterLeaves: readers turned away by a waiting writer
@@ -140,7 +140,7 @@ func ReadersReturnWhenWriterLeaves(t *testing.T, env Env) {
 		t.Fatal("reader still waits after the writer that turned it away left")
 	}
 	unlock(t, r)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // ReadersEnterBetweenWriters is the phase-fair rule: when a write ends,
@@ -164,5 +164,5 @@ func ReadersEnterBetweenWriters(t *testing.T, env Env) {
 	blocked(t, r3)
 	unlock(t, w)
 	unlock(t, receive(t, r3))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }

@@ -22,7 +22,7 @@ func ReadersShare(t *testing.T, env Env) {
 	refused(t, w, fairrw.Write)
 	unlock(t, rb)
 	unlock(t, granted(t, w, fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // WriteExcludes: a write blocks other owners' reads and writes, in this
@@ -36,7 +36,7 @@ func WriteExcludes(t *testing.T, env Env) {
 	}
 	unlock(t, w)
 	unlock(t, granted(t, c2.RWMutex(name(t)), fairrw.Read))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // ReentrantWrite: the write owner takes the write again; it stays held until
@@ -51,7 +51,7 @@ func ReentrantWrite(t *testing.T, env Env) {
 	alive(t, w2)
 	unlock(t, w2)
 	unlock(t, granted(t, other, fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // ReentrantRead: an owner's reads count up and down.
@@ -64,7 +64,7 @@ func ReentrantRead(t *testing.T, env Env) {
 	refused(t, w, fairrw.Write)
 	unlock(t, r1)
 	unlock(t, granted(t, w, fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // Downgrade: the write owner takes a read, releases the write, and keeps
@@ -88,7 +88,7 @@ func Downgrade(t *testing.T, env Env) {
 	for _, l := range []*fairrw.Lease{w2, r1, w1} {
 		unlock(t, l)
 	}
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // NoUpgrade: a reader never gets the write, even as the only reader, and
@@ -103,7 +103,7 @@ func NoUpgrade(t *testing.T, env Env) {
 	}
 	unlock(t, r)
 	unlock(t, lock(t, m, fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // UnlockTwice: a lease is unlocked once; the second Unlock is ErrNotHeld and
@@ -122,7 +122,7 @@ func UnlockTwice(t *testing.T, env Env) {
 	}
 	refused(t, other, fairrw.Write)
 	unlock(t, w2)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // WriterWaitsForWriter: a blocked Lock is granted after the holder unlocks,
@@ -140,7 +140,7 @@ func WriterWaitsForWriter(t *testing.T, env Env) {
 		blocked(t, waiting)
 		unlock(t, held)
 		unlock(t, receive(t, waiting))
-		eventuallyNoKeys(t, env, n)
+		EventuallyNoKeys(t, env, n)
 	}
 }
 
@@ -169,7 +169,7 @@ func ReadersWakeTogether(t *testing.T, env Env) {
 	for _, l := range leases {
 		unlock(t, l)
 	}
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // CancelledWaitLeavesNothing: a Lock whose ctx ends returns promptly with an
@@ -193,7 +193,7 @@ func CancelledWaitLeavesNothing(t *testing.T, env Env) {
 		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.err)
 	}
 	unlock(t, held)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // ExplicitLeaseExpires: a lease taken WithLease is not renewed: it ends with
@@ -207,7 +207,7 @@ func ExplicitLeaseExpires(t *testing.T, env Env) {
 		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
 	}
 	unlock(t, receive(t, waiting))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // WatchdogKeepsLeaseAlive: a lease without WithLease outlives several lease
@@ -223,7 +223,7 @@ func WatchdogKeepsLeaseAlive(t *testing.T, env Env) {
 	refused(t, other, fairrw.Read)
 	unlock(t, w)
 	unlock(t, r)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // LostLeaseIsReported: when the lock's keys vanish from Redis, the holder
@@ -267,7 +267,7 @@ func DeadClientFreesLock(t *testing.T, env Env) {
 	}
 	unlock(t, lock(t, live.RWMutex(name(t)), fairrw.Write))
 	unlock(t, lock(t, live.RWMutex(name(t)+":r"), fairrw.Write))
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // UnlockAfterExpiry: unlocking a lease that ran out fails with ErrNotHeld,
@@ -283,7 +283,7 @@ func UnlockAfterExpiry(t *testing.T, env Env) {
 	alive(t, next)
 	refused(t, c.RWMutex(name(t)), fairrw.Read)
 	unlock(t, next)
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 // CloseWakesWaiters: Close wakes every waiter with ErrClosed, ends held
@@ -375,7 +375,7 @@ func Hammer(t *testing.T, env Env) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	eventuallyNoKeys(t, env, name(t))
+	EventuallyNoKeys(t, env, name(t))
 }
 
 func hammerRound(c context.Context, m *fairrw.RWMutex, write bool, activity *atomic.Int64) error {

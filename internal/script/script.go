@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -91,6 +92,31 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 		results[missing[j]] = r
 	}
 	return results
+}
+
+// ExecSynced runs the script like Exec, followed on the same connection and
+// in the same round trip by WAIT replicas timeout: WAIT blocks until that
+// many replicas acknowledged the connection's writes (the script's
+// included) or the timeout passes. It returns the script's result and how
+// many replicas acknowledged. rueidis sends a batch holding a blocking
+// command such as WAIT on a dedicated connection, so no other client's
+// commands come between.
+func (s *Script) ExecSynced(ctx context.Context, c rueidis.Client, keys, args []string, replicas int64, timeout time.Duration) (rueidis.RedisResult, int64, error) {
+	build := func(eval bool) rueidis.Completed {
+		if eval {
+			return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		}
+		return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	wait := func() rueidis.Completed {
+		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
+	}
+	res := c.DoMulti(ctx, build(false), wait())
+	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok && err.IsNoScript() {
+		res = c.DoMulti(ctx, build(true), wait())
+	}
+	acked, err := res[1].AsInt64()
+	return res[0], acked, err
 }
 
 // ExecTracked runs the script like Exec, right behind CLIENT CACHING YES on
