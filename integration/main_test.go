@@ -8,9 +8,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/fairrw/rwlock/internal/holder"
 )
 
 func TestMain(m *testing.M) {
+	holder.RunIfChild() // a holder child process of the fault tests
 	goleak.VerifyTestMain(m,
 		// After a cluster topology change rueidis closes the replaced
 		// connections 5 s later from a goroutine of its own; it ends by itself.

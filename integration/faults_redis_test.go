@@ -1,0 +1,165 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// TestFaultRestartWithoutPersistence: Redis restarts and loses everything
+// (SHUTDOWN NOSAVE). Holders learn it by their next renewal (Done closes
+// with ErrLeaseLost), and new acquires work at once. Redis cannot keep its
+// promise here: the fencing counter is gone too, so a new holder may be
+// granted while the old one still believes it holds, with a lower token.
+// Fencing catches it: a store that keeps the highest token refuses the new
+// holder's writes until its tokens pass the old ones.
+func TestFaultRestartWithoutPersistence(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			const lease = 600 * time.Millisecond
+			name := "fault:restart:" + p.String()
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
+			var store fencedStore
+			var old *fairrw.Lease
+			for range 3 { // a few grants, so that the old token is above 1
+				if old != nil {
+					mustUnlock(t, old)
+				}
+				old = mustLock(t, c.RWMutex(name), fairrw.Write)
+				if !store.write(old.Token()) {
+					t.Fatalf("store refused token %d", old.Token())
+				}
+			}
+			r.Restart(t)
+			other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			l := mustLock(t, other.RWMutex(name), fairrw.Write)
+			defer mustUnlock(t, l)
+			select {
+			case <-old.Done():
+				t.Logf("the old holder learnt its loss before the new grant")
+			default:
+				t.Logf("new grant (token %d) while the old holder (token %d) still believes it holds: Redis lost the lock", l.Token(), old.Token())
+			}
+			if l.Token() >= old.Token() {
+				t.Fatalf("after a restart without persistence the token went on (%d after %d): the counter should be lost", l.Token(), old.Token())
+			}
+			if store.write(l.Token()) {
+				t.Fatalf("the store accepted token %d after %d", l.Token(), old.Token())
+			}
+			select {
+			case <-old.Done():
+				if !errors.Is(old.Err(), fairrw.ErrLeaseLost) {
+					t.Fatalf("old lease ended with %v, want ErrLeaseLost", old.Err())
+				}
+			case <-time.After(5 * lease):
+				t.Fatal("the old holder was not told within 5 leases that the restart lost its lock")
+			}
+		})
+	}
+}
+
+// TestFaultScriptFlush: SCRIPT FLUSH every 20ms under a lock workload of
+// every policy: no call fails (NOSCRIPT is answered by EVAL), and holds
+// stay exclusive.
+func TestFaultScriptFlush(t *testing.T) {
+	r := redistest.StartProcess(t)
+	raw := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			defer cancel()
+			stop := make(chan struct{})
+			var flushes atomic.Int64
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+						if raw.Do(context.Background(), raw.B().ScriptFlush().Build()).Error() == nil {
+							flushes.Add(1)
+						}
+					}
+				}
+			}()
+			defer close(stop)
+			x := runExclusive(t, ctx, []*fairrw.Client{
+				newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+				newClient(t, r, transports[1], fairrw.WithPolicy(p)),
+			}, "fault:flush:"+p.String(), 6)
+			if x.grants < 20 || flushes.Load() < 5 {
+				t.Fatalf("%d grants and %d flushes: too few to mean anything", x.grants, flushes.Load())
+			}
+			t.Logf("%d grants (%d writes) across %d SCRIPT FLUSH, no error, no overlap", x.grants, x.writes, flushes.Load())
+		})
+	}
+}
+
+// exclusive is what runExclusive saw.
+type exclusive struct{ grants, writes int64 }
+
+// runExclusive has workers (spread over clients) lock name for reading or
+// writing at random until ctx ends, holding each grant for a moment, and
+// fails t on any error other than ctx's end, and on any hold that overlaps
+// a write.
+func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, name string, workers int) exclusive {
+	t.Helper()
+	var state atomic.Int64 // readers + 1000 per writer
+	var grants, writes, overlaps atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := range workers {
+		m := clients[i%len(clients)].RWMutex(name)
+		wg.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				write := (i+n)%3 == 0
+				var l *fairrw.Lease
+				var err error
+				if write {
+					l, err = m.Lock(ctx)
+				} else {
+					l, err = m.RLock(ctx)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				delta := int64(1)
+				if write {
+					delta = 1000
+					writes.Add(1)
+				}
+				if s := state.Add(delta); (write && s != 1000) || (!write && s >= 1000) {
+					overlaps.Add(1)
+				}
+				grants.Add(1)
+				time.Sleep(time.Millisecond)
+				state.Add(-delta)
+				if err := l.Unlock(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("lock call failed: %v", err)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Errorf("%d holds overlapped a write", n)
+	}
+	return exclusive{grants.Load(), writes.Load()}
+}
