@@ -1,0 +1,189 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// proxiedClient is a Client whose every connection goes through px.
+func proxiedClient(t *testing.T, px *faults.Proxy, p fairrw.Policy, opts ...fairrw.Option) *fairrw.Client {
+	t.Helper()
+	opt := rueidis.ClientOption{InitAddress: []string{px.Addr()}, ConnWriteTimeout: 500 * time.Millisecond}
+	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt), fairrw.WithPolicy(p)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestFaultNetworkCut: the network between a holder and Redis drops
+// everything (blackhole) or freezes (stall). The holder's lease is reported
+// lost by its local deadline, with no answer from Redis; the lock frees in
+// Redis within the lease, so an owner on a working connection gets it; and
+// once the network heals, the cut-off client works again. A late renewal
+// delivered after a stall does not take the lock back.
+func TestFaultNetworkCut(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, cut := range []struct {
+		name  string
+		apply func(*faults.Proxy)
+	}{{"blackhole", (*faults.Proxy).Blackhole}, {"stall", (*faults.Proxy).Stall}} {
+		for _, p := range policies {
+			t.Run(cut.name+"/"+p.String(), func(t *testing.T) {
+				const lease = 600 * time.Millisecond
+				name := "fault:cut:" + cut.name + ":" + p.String()
+				px := faults.StartProxy(t, r.Addr)
+				cutOff := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+				held := mustLock(t, cutOff.RWMutex(name), fairrw.Write)
+				direct := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+
+				cut.apply(px)
+				select {
+				case <-held.Done():
+					if !errors.Is(held.Err(), fairrw.ErrLeaseLost) {
+						t.Fatalf("Err = %v, want ErrLeaseLost", held.Err())
+					}
+					if late := time.Since(held.Deadline()); late > 300*time.Millisecond {
+						t.Fatalf("lease reported lost %v after its local deadline", late)
+					}
+				case <-time.After(5 * lease):
+					t.Fatal("lease not reported lost with the network cut")
+				}
+				l := mustLock(t, direct.RWMutex(name), fairrw.Write)
+				if l.Token() <= held.Token() {
+					t.Fatalf("new holder's token %d not above the cut-off holder's %d", l.Token(), held.Token())
+				}
+				px.Heal()
+				// Whatever the cut-off client had in flight arrives now; it
+				// must not take the lock back from the new holder.
+				time.Sleep(lease / 2)
+				tryCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if _, err := cutOff.RWMutex(name).TryLock(tryCtx); !errors.Is(err, fairrw.ErrNotAcquired) {
+					t.Fatalf("healed client's TryLock while another holds: %v, want ErrNotAcquired", err)
+				}
+				mustUnlock(t, l)
+				again := mustLock(t, cutOff.RWMutex(name), fairrw.Write)
+				mustUnlock(t, again)
+			})
+		}
+	}
+}
+
+// TestFaultWaiterBehindCut: a waiter whose connection is cut misses the
+// release's message; after the network heals it is granted anyway, with no
+// notification (the PTTL bound and the re-made subscription).
+func TestFaultWaiterBehindCut(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			const lease = 600 * time.Millisecond
+			name := "fault:waiter-cut:" + p.String()
+			px := faults.StartProxy(t, r.Addr)
+			waiterClient := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+			holderClient := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
+			held := mustLock(t, holderClient.RWMutex(name), fairrw.Write)
+			got := make(chan lockResult, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				l, err := waiterClient.RWMutex(name).Lock(ctx)
+				got <- lockResult{l, err, time.Now()}
+			}()
+			time.Sleep(100 * time.Millisecond) // the waiter waits
+			px.Blackhole()
+			mustUnlock(t, held) // its message is lost on the way to the waiter
+			time.Sleep(lease)
+			healed := time.Now()
+			px.Heal()
+			res := <-got
+			if res.err != nil {
+				t.Fatalf("waiter after the cut healed: %v", res.err)
+			}
+			defer mustUnlock(t, res.l)
+			if wait := res.at.Sub(healed); wait > 5*lease {
+				t.Fatalf("waiter granted %v after the network healed", wait)
+			}
+		})
+	}
+}
+
+// TestFaultReplyLost: the reply of an acquire, then of an unlock, is lost
+// after the script ran in Redis (the connection is reset right after). The
+// client retries with the same attempt (and unlock request) id, which the
+// scripts make a no-op: the hold is counted once, the unlock frees it, and
+// nothing is left behind.
+func TestFaultReplyLost(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range policies {
+		for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+			t.Run(p.String()+"/"+mode.String(), func(t *testing.T) {
+				name := "fault:reply-lost:" + p.String() + ":" + mode.String()
+				px := faults.StartProxy(t, r.Addr)
+				c := proxiedClient(t, px, p)
+				_, dropped := px.Stats()
+				px.DropReplyMatching("EVALSHA")
+				l := mustLock(t, c.RWMutex(name), mode)
+				if _, n := px.Stats(); n != dropped+1 {
+					t.Fatalf("%d replies dropped, want 1", n-dropped)
+				}
+				// Counted once: one Unlock frees it for a writer elsewhere.
+				px.DropReplyMatching("EVALSHA")
+				mustUnlock(t, l)
+				if _, n := px.Stats(); n != dropped+2 {
+					t.Fatalf("%d replies dropped, want 2 (the acquire's and the unlock's)", n-dropped)
+				}
+				other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				w, err := other.RWMutex(name).TryLock(ctx)
+				if err != nil {
+					t.Fatalf("after a retried acquire and a retried unlock, TryLock elsewhere: %v (the hold was counted twice?)", err)
+				}
+				mustUnlock(t, w)
+				locktest.EventuallyNoKeys(t, newEnv(t, r, transports[0], p), name)
+			})
+		}
+	}
+}
+
+// TestFaultConnectionResets: connections are reset every 30ms under a lock
+// workload: calls retry and succeed, holds stay exclusive.
+func TestFaultConnectionResets(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			px := faults.StartProxy(t, r.Addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+			defer cancel()
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(30 * time.Millisecond):
+						px.Reset()
+					}
+				}
+			}()
+			x := runExclusive(t, ctx, []*fairrw.Client{proxiedClient(t, px, p), proxiedClient(t, px, p)}, "fault:resets:"+p.String(), 4)
+			conns, _ := px.Stats()
+			if x.grants < 10 || conns < 5 {
+				t.Fatalf("%d grants over %d connections: too few to mean anything", x.grants, conns)
+			}
+			t.Logf("%d grants (%d writes) over %d connections reset every 30ms, no error, no overlap", x.grants, x.writes, conns)
+		})
+	}
+}
