@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/faults"
+)
+
+// TestFaultFailover: the primary dies and its replica is promoted.
+//
+// Redis replicates asynchronously, so a grant the replica had not received
+// is lost: another owner is granted the lock on the new primary while the
+// first still believes it holds it (the test shows it happen), and the
+// fencing counter went back too, so a store that keeps the highest token
+// refuses the new holder: fencing catches what Redis lost.
+//
+// With WithSyncReplicas(1, ...), a grant is only returned once the replica
+// has it: it survives the failover, and while the replica cannot
+// acknowledge, Lock fails with ErrNotReplicated instead of granting what a
+// failover would lose.
+func TestFaultFailover(t *testing.T) {
+	for _, p := range policies {
+		t.Run(p.String()+"/async", func(t *testing.T) {
+			pair := faults.StartPair(t)
+			name := "fault:failover:" + p.String()
+			a := newClient(t, pair.Primary, transports[0], fairrw.WithPolicy(p))
+			var store fencedStore
+			mustUnlock(t, mustLock(t, a.RWMutex(name), fairrw.Write)) // token 1, replicated
+			syncPair(t, pair)
+			// A partition cuts the replica off and it is promoted (a pause
+			// would not do: the kernel would still buffer the stream for it);
+			// the old primary goes on granting until it dies.
+			promote(t, pair)
+			mustUnlock(t, mustLock(t, a.RWMutex(name), fairrw.Write))
+			held := mustLock(t, a.RWMutex(name), fairrw.Write) // token 3, never replicated
+			if !store.write(held.Token()) {
+				t.Fatal("store refused the first holder")
+			}
+			pair.Primary.Kill(t)
+
+			b := newClient(t, pair.Replica, transports[0], fairrw.WithPolicy(p))
+			l := mustLock(t, b.RWMutex(name), fairrw.Write)
+			defer mustUnlock(t, l)
+			select {
+			case <-held.Done():
+				t.Fatalf("the first holder's 30s lease ended already: %v", held.Err())
+			default: // both believe they hold the write: Redis lost the grant
+			}
+			if l.Token() >= held.Token() {
+				t.Fatalf("new primary's token %d not below the lost grant's %d: the counter should have gone back", l.Token(), held.Token())
+			}
+			if store.write(l.Token()) {
+				t.Fatalf("store accepted token %d after %d: fencing did not catch the lost grant", l.Token(), held.Token())
+			}
+			t.Logf("after the failover two owners believe they hold the write (tokens %d and %d); the store refused the lower", held.Token(), l.Token())
+		})
+
+		t.Run(p.String()+"/wait", func(t *testing.T) {
+			pair := faults.StartPair(t)
+			name := "fault:failover-wait:" + p.String()
+			a := newClient(t, pair.Primary, transports[0], fairrw.WithPolicy(p), fairrw.WithSyncReplicas(1, 2*time.Second))
+			held := mustLock(t, a.RWMutex(name), fairrw.Write)
+
+			// While the replica cannot acknowledge, no grant is returned.
+			pair.Replica.Pause(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := a.RWMutex(name + ":other").Lock(ctx); !errors.Is(err, fairrw.ErrNotReplicated) {
+				t.Fatalf("Lock with the replica frozen: %v, want ErrNotReplicated", err)
+			}
+			pair.Replica.Resume(t)
+			failOver(t, pair)
+
+			// The acknowledged grant survived the failover.
+			b := newClient(t, pair.Replica, transports[0], fairrw.WithPolicy(p))
+			if _, err := b.RWMutex(name).TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock on the promoted replica: %v, want ErrNotAcquired (the synced grant must survive)", err)
+			}
+			// The refused grant left nothing: its name is free.
+			l, err := b.RWMutex(name + ":other").TryLock(ctx)
+			if err != nil {
+				t.Fatalf("TryLock of the name whose grant was refused: %v", err)
+			}
+			mustUnlock(t, l)
+			_ = held
+		})
+	}
+}
+
+// syncPair waits until the replica has everything the primary wrote.
+func syncPair(t *testing.T, pair *faults.Pair) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pair.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failOver kills the primary (kill -9), continues the replica if it was
+// frozen, and promotes it.
+func failOver(t *testing.T, pair *faults.Pair) {
+	t.Helper()
+	pair.Primary.Kill(t)
+	pair.Replica.Resume(t)
+	promote(t, pair)
+}
+
+func promote(t *testing.T, pair *faults.Pair) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+}
