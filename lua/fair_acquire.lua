@@ -21,11 +21,15 @@ end
 if latch then
   return {1, tonumber(latch)}
 end
-local refused = mismatch()
+local refused, unrecorded = mismatch()
 if refused then
   return refused
 end
+-- Nothing is written before purge has read S, R and Q (and W and A under
+-- phase-fair) and the fence was read (and, for a new write, INCR'd): a
+-- foreign value in any of them fails the script before it changed anything.
 purge()
+local fence = token()
 local queue = ARGV[8] == '1'
 local writer = redis.call('hget', S, 'writer')
 local reads = tonumber(redis.call('hget', S, 'r:' .. owner)) or 0
@@ -45,7 +49,7 @@ if ARGV[2] == 'r' then
       redis.call('zrem', W, owner)
     end
     extend(deadline)
-    granted = token()
+    granted = fence
   elseif queue and pf then
     redis.call('zadd', W, now + qlease, owner)
     extend(now + qlease)
@@ -55,20 +59,21 @@ elseif writer == owner then
   redis.call('hincrby', S, 'wcount', 1)
   redis.call('hset', S, 'wdeadline', deadline)
   extend(deadline)
-  granted = token()
+  granted = fence
 elseif reads == 0 then
   local queued = redis.call('zscore', Q, owner) ~= false
   local free = not writer and redis.call('zcard', R) == 0 and (not pf or redis.call('zcard', A) == 0)
   local head = redis.call('zrange', Q, 0, 0)[1]
   if free and (head == owner or (not head and not queued)) then
     local deadline = now + lease
+    -- The counter first: a non-integer there fails before any write.
+    granted = redis.call('incr', F)
     if queued then
       redis.call('zrem', Q, owner)
       redis.call('hdel', S, 'q:' .. owner)
     end
     redis.call('hset', S, 'writer', owner, 'wcount', 1, 'wdeadline', deadline)
     extend(deadline)
-    granted = redis.call('incr', F)
   elseif queue or queued then
     if not queued then
       redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), owner)
@@ -78,6 +83,10 @@ elseif reads == 0 then
   end
 end
 
+-- Every path that wrote (a grant among them) wrote S: record the policy.
+if unrecorded and (granted or redis.call('exists', S) == 1) then
+  redis.call('hset', S, 'policy', policy)
+end
 if granted then
   redis.call('set', KEYS[9], granted, 'px', ARGV[6])
   return {1, granted}

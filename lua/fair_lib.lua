@@ -34,7 +34,9 @@ local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 -- mismatch returns an error reply when the name is held under another
--- policy, and records this policy on a lock that has none yet.
+-- policy, and otherwise whether the lock has no policy recorded yet (the
+-- caller records it, once every key has been read: a script's writes are
+-- not rolled back when a later command fails on a foreign value).
 local function mismatch()
   local held = redis.call('hget', S, 'policy')
   if held and held ~= policy then
@@ -43,10 +45,7 @@ local function mismatch()
   if redis.call('exists', X) == 1 then
     return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
   end
-  if not held then
-    redis.call('hset', S, 'policy', policy)
-  end
-  return nil
+  return nil, not held
 end
 
 -- purge drops holders and waiters whose deadline has passed.

@@ -33,19 +33,21 @@ end
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
 local mode, holds = state[1], state[2]
 if mode == false then
+  -- The counter first: a foreign value there fails the script before it
+  -- has written anything (a script's writes are not rolled back).
+  local token = redis.call('incr', KEYS[4])
   -- One HSET of both fields writes what Java's two HSETs write, in order.
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = redis.call('incr', KEYS[4])
   redis.call('set', KEYS[2], token, 'px', ARGV[3])
   return {1, token}
 end
 
 if mode == 'write' and holds then
+  local token = tonumber(redis.call('get', KEYS[4])) or 0
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   local remaining = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], remaining + tonumber(ARGV[1]))
-  local token = tonumber(redis.call('get', KEYS[4])) or 0
   redis.call('set', KEYS[2], token, 'px', ARGV[3])
   return {1, token}
 end

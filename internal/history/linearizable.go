@@ -29,8 +29,13 @@ func operations(ops []Op) []porcupine.Operation {
 	never := last.Sub(start).Nanoseconds() + 1
 	clients := make(map[string]int)
 	ended := make(map[uint64]bool)
-	out := make([]porcupine.Operation, len(ops))
+	out := make([]porcupine.Operation, 0, len(ops))
 	for i, op := range ops {
+		// A refused acquire is legal in every state and changes none: it
+		// cannot decide the answer, only multiply the orders to try.
+		if op.Kind == Acquire && op.Outcome == Refused {
+			continue
+		}
 		if _, ok := clients[op.Owner]; !ok {
 			clients[op.Owner] = len(clients)
 		}
@@ -43,10 +48,10 @@ func operations(ops []Op) []porcupine.Operation {
 		if op.Outcome == Unknown {
 			ret = never
 		}
-		out[i] = porcupine.Operation{
+		out = append(out, porcupine.Operation{
 			ClientId: clients[op.Owner], Input: in, Output: op.Outcome,
 			Call: op.Call.Sub(start).Nanoseconds(), Return: ret, Metadata: opRef{i, op},
-		}
+		})
 	}
 	return out
 }

@@ -25,6 +25,14 @@ type Recorder struct {
 	ended   bool
 	stop    chan struct{}
 	watches sync.WaitGroup
+
+	// CancelGivesBack records an acquire that ended with its ctx as
+	// Refused rather than Unknown. Set it only where no fault can keep the
+	// library from keeping its promise that a cancelled acquire gives back
+	// what it may have been granted before it returns (Redis reachable,
+	// not losing data): the history then has no open-ended operations,
+	// which porcupine checks far faster.
+	CancelGivesBack bool
 }
 
 // tracked is one lease the Recorder granted: its hold, and whether the hold
@@ -50,6 +58,9 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 	l, err := acquire(ctx, m, mode, try, opts)
 	op.Return = time.Now()
 	op.Outcome = acquireOutcome(err)
+	if r.CancelGivesBack && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		op.Outcome = Refused
+	}
 	if err != nil {
 		op.Err = err.Error()
 		r.Record(op)

@@ -21,7 +21,6 @@ type Script struct {
 	src       string
 	sha       string
 	retryable bool
-	lua       *rueidis.Lua
 }
 
 // Call is one execution of a script in a batch.
@@ -41,13 +40,7 @@ func New(name string, retryable bool) *Script {
 // NewFrom wraps a script made of several embedded files (see lua.Compose).
 func NewFrom(name, src string, retryable bool) *Script {
 	sum := sha1.Sum([]byte(src))
-	s := &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), retryable: retryable}
-	if retryable {
-		s.lua = rueidis.NewLuaScriptRetryable(src)
-	} else {
-		s.lua = rueidis.NewLuaScript(src)
-	}
-	return s
+	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), retryable: retryable}
 }
 
 // Name returns the script's file name without ".lua".
@@ -58,7 +51,29 @@ func (s *Script) SHA1() string { return s.sha }
 
 // Exec runs the script once: EVALSHA, then EVAL on NOSCRIPT.
 func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	return s.lua.Exec(ctx, c, keys, args)
+	res := c.Do(ctx, s.command(c, false, keys, args))
+	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
+		res = c.Do(ctx, s.command(c, true, keys, args))
+	}
+	return res
+}
+
+// command builds one EVALSHA (or, with eval, EVAL) of the script, marked
+// retryable if the script is. Every command is pinned (never recycled by
+// rueidis): when a connection breaks, rueidis v1.0.79 can return from Do
+// while its writer still reads the command, and recycling it then is a
+// data race (seen under connection resets with -race).
+func (s *Script) command(c rueidis.Client, eval bool, keys, args []string) rueidis.Completed {
+	var cmd rueidis.Completed
+	if eval {
+		cmd = c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	} else {
+		cmd = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	if s.retryable {
+		cmd = cmd.ToRetryable()
+	}
+	return cmd.Pin()
 }
 
 // ExecBatch is for idempotent scripts only (every command is sent as
@@ -71,7 +86,7 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
-		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable()
+		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
 	}
 	results := c.DoMulti(ctx, cmds...)
 	var missing []int
@@ -86,7 +101,7 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 	again := make(rueidis.Commands, len(missing))
 	for j, i := range missing {
 		call := calls[i]
-		again[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable()
+		again[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
 	}
 	for j, r := range c.DoMulti(ctx, again...) {
 		results[missing[j]] = r
@@ -102,18 +117,12 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 // command such as WAIT on a dedicated connection, so no other client's
 // commands come between.
 func (s *Script) ExecSynced(ctx context.Context, c rueidis.Client, keys, args []string, replicas int64, timeout time.Duration) (rueidis.RedisResult, int64, error) {
-	build := func(eval bool) rueidis.Completed {
-		if eval {
-			return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-		}
-		return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-	}
 	wait := func() rueidis.Completed {
-		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
+		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build().Pin()
 	}
-	res := c.DoMulti(ctx, build(false), wait())
+	res := c.DoMulti(ctx, s.command(c, false, keys, args), wait())
 	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok && err.IsNoScript() {
-		res = c.DoMulti(ctx, build(true), wait())
+		res = c.DoMulti(ctx, s.command(c, true, keys, args), wait())
 	}
 	acked, err := res[1].AsInt64()
 	return res[0], acked, err
@@ -126,21 +135,10 @@ func (s *Script) ExecSynced(ctx context.Context, c rueidis.Client, keys, args []
 // one DoMulti keeps them in order on one connection, so the tracking is in
 // place before the script reads, with no extra round trip.
 func (s *Script) ExecTracked(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	build := func(eval bool) rueidis.Completed {
-		var cmd rueidis.Completed
-		if eval {
-			cmd = c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-		} else {
-			cmd = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-		}
-		if s.retryable {
-			cmd = cmd.ToRetryable()
-		}
-		return cmd
-	}
-	res := c.DoMulti(ctx, c.B().ClientCaching().Yes().Build(), build(false))[1]
+	caching := func() rueidis.Completed { return c.B().ClientCaching().Yes().Build().Pin() }
+	res := c.DoMulti(ctx, caching(), s.command(c, false, keys, args))[1]
 	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
-		res = c.DoMulti(ctx, c.B().ClientCaching().Yes().Build(), build(true))[1]
+		res = c.DoMulti(ctx, caching(), s.command(c, true, keys, args))[1]
 	}
 	return res
 }

@@ -1,0 +1,225 @@
+package fairrw
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/slot"
+)
+
+// fuzzPolicies are the policies whose key builders FuzzLockName checks.
+var fuzzPolicies = []Policy{Redisson(), WriterPreferring(), PhaseFair()}
+
+// silentRedis is a rueidis.Client that must never be used: every command
+// built or sent on it is counted, and answered with an error. Mode answers
+// single-node, so that New needs no command. Any other method is the nil
+// embedded interface and panics, which fails the fuzz input as well.
+type silentRedis struct {
+	rueidis.Client
+	used atomic.Int64
+}
+
+var errSilentRedis = errors.New("silentRedis: a command was sent for a refused name")
+
+func (r *silentRedis) Mode() rueidis.ClientMode { return rueidis.ClientModeStandalone }
+
+func (r *silentRedis) B() rueidis.Builder {
+	r.used.Add(1)
+	panic(errSilentRedis)
+}
+
+func (r *silentRedis) Do(context.Context, rueidis.Completed) rueidis.RedisResult {
+	r.used.Add(1)
+	return rueidis.NewErrorResult(errSilentRedis)
+}
+
+func (r *silentRedis) DoMulti(_ context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	r.used.Add(1)
+	res := make([]rueidis.RedisResult, len(cmds))
+	for i := range res {
+		res[i] = rueidis.NewErrorResult(errSilentRedis)
+	}
+	return res
+}
+
+func (r *silentRedis) Close() {}
+
+// lockNameSeeds are the names every run checks, fuzzing or not.
+func lockNameSeeds() []string {
+	long := strings.Repeat("a", MaxNameLength)
+	return []string{
+		"", "a", "{", "}", "{}", "}{", "{{}}", "{}{a}", "a{b}", "{a}b", "x}y", "a{b", "a}{b}",
+		":", "::", "a:b", "orders:{tenant}:42", "{tenant}:lock:1", "a:{b}:c",
+		"锁:订单", "{锁}:订单", "订单{", "\xff\xfe", "a\x00b", "\x00", "{\x00}", "a{\x00",
+		long, long + "a", "{" + long[2:] + "}", "{" + long[1:] + "}", long[1:] + "{",
+		"redisson_rwlock:{a}", "redisson_unlock_latch:{a}:x", "fairrw:{a}", "fairrw:{a}:readers",
+		"fairrw_fence:{a}", "fairrw_attempt:{a}:x", "fairrw_wake:{a}", "{a}:owner:rwlock_timeout:1",
+		"fairrw:a", "a\n{b}\r\n",
+	}
+}
+
+// allKeys returns every key and channel that policy p passes to Redis (or
+// that its scripts rebuild from what it passes) for the lock k held by
+// owner, attempt and unlock request ids being id.
+func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string {
+	keys := []string{k.name, k.channel, p.unlockLatch(k, id)}
+	if k.tracked != "" {
+		keys = append(keys, k.tracked)
+	}
+	for _, mode := range []Mode{Read, Write} {
+		rk, _ := p.renewEntry(k, owner, mode)
+		keys = append(keys, rk...)
+	}
+	switch pp := p.(type) {
+	case redissonPolicy:
+		// As acquire, release and forceUnlock build them.
+		keys = append(keys,
+			compat.AttemptLatch(k.name, id), compat.Fair(k.name).State, compat.Fence(k.name),
+			compat.LeaseKeyPrefix(k.name, owner), compat.LeaseKey(k.name, owner, 1), compat.LeaseKey(k.name, owner, 1<<30),
+			compat.UnlockLatch(k.name, id), compat.Channel(k.name),
+			// redisson_read_unlock rebuilds every owner's lease keys from
+			// KEYS[4] = KeyPrefix: "<prefix>:<field>:rwlock_timeout:<k>".
+			compat.KeyPrefix(k.name)+":"+owner+":rwlock_timeout:1",
+			compat.KeyPrefix(k.name)+":"+compat.WriteField(owner)+":rwlock_timeout:7",
+		)
+	case fairPolicy:
+		for _, mode := range []Mode{Read, Write} {
+			ck, _ := pp.common(k, mode, owner, "1", "1", "1", compat.Publish)
+			keys = append(keys, ck...)
+		}
+		fk := compat.Fair(k.name)
+		keys = append(keys, fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fk.Channel,
+			compat.Fence(k.name), compat.AttemptLatch(k.name, id), compat.UnlockLatch(k.name, id))
+	default:
+		t.Fatalf("unknown policy implementation %T", p)
+	}
+	return keys
+}
+
+// FuzzLockName: for any name, validation never panics; a refused name is
+// refused with ErrInvalidName by every call of its handle, before anything
+// is built or sent; an accepted name is non-empty, at most MaxNameLength
+// bytes, and every key and channel each policy derives from it hashes to
+// the name's own cluster slot, deterministically.
+func FuzzLockName(f *testing.F) {
+	for _, s := range lockNameSeeds() {
+		f.Add(s)
+	}
+	// One Client per policy on a Redis that must never be reached.
+	type client struct {
+		c   *Client
+		rdb *silentRedis
+	}
+	var clients []client
+	for _, p := range fuzzPolicies {
+		rdb := &silentRedis{}
+		c, err := New(WithClient(rdb), WithPolicy(p))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, client{c, rdb})
+	}
+	const owner = "6b2f3a0e-8d4c-4d55-9f5e-2f0f3e1d9a77:18446744073709551615"
+	f.Fuzz(func(t *testing.T, name string) {
+		verdicts := make([]bool, len(fuzzPolicies))
+		for i, p := range fuzzPolicies {
+			impl := p.impl()
+			k, err := impl.keys(name)
+			k2, err2 := impl.keys(name)
+			if (err == nil) != (err2 == nil) || k != k2 {
+				t.Fatalf("%s: keys(%q) not deterministic: %+v, %v then %+v, %v", p, name, k, err, k2, err2)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrInvalidName) {
+					t.Fatalf("%s: keys(%q) = %v, want an error wrapping ErrInvalidName", p, name, err)
+				}
+				if len(err.Error()) > 4*MaxNameLength+200 {
+					t.Fatalf("%s: error message of %d bytes for a name of %d", p, len(err.Error()), len(name))
+				}
+				refusedHandle(t, clients[i].c, clients[i].rdb, name)
+				continue
+			}
+			verdicts[i] = true
+			if name == "" || len(name) > MaxNameLength {
+				t.Fatalf("%s: accepted a name of %d bytes", p, len(name))
+			}
+			if k.name != name || k.slot != slot.Of(name) {
+				t.Fatalf("%s: keys(%q) = name %q slot %d, want the name and its slot %d", p, name, k.name, k.slot, slot.Of(name))
+			}
+			want := slot.Of(name)
+			for _, id := range []string{"0123456789abcdef0123456789abcdef", newRequestID()} {
+				for _, key := range allKeys(t, impl, &k, owner, id) {
+					if got := slot.Of(key); got != want {
+						t.Fatalf("%s: name %q accepted, but its key %q hashes to slot %d, not the name's %d", p, name, key, got, want)
+					}
+				}
+			}
+			if m := clients[i].c.RWMutex(name); m.err != nil || m.Name() != name {
+				t.Fatalf("%s: RWMutex(%q): name %q, err %v", p, name, m.Name(), m.err)
+			}
+		}
+		// The two fair policies build the same keys: they must agree.
+		if verdicts[1] != verdicts[2] {
+			t.Fatalf("%q: writer-preferring accepts %v, phase-fair %v", name, verdicts[1], verdicts[2])
+		}
+		if name == "" || len(name) > MaxNameLength {
+			for i, ok := range verdicts {
+				if ok {
+					t.Fatalf("%s accepted a name of %d bytes", fuzzPolicies[i], len(name))
+				}
+			}
+			return
+		}
+		// And no name the brace rule can keep in one slot is refused: one
+		// with a hash tag of its own, or one with no brace at all.
+		tagged := strings.Contains(name, "{") && slot.Tag(name) != name
+		if tagged || !strings.ContainsAny(name, "{}") {
+			for i, ok := range verdicts {
+				if !ok {
+					t.Fatalf("%s refused %q, whose keys all share its slot", fuzzPolicies[i], name)
+				}
+			}
+		}
+	})
+}
+
+// refusedHandle checks that every call on a handle of a refused name
+// returns ErrInvalidName and sends nothing.
+func refusedHandle(t *testing.T, c *Client, rdb *silentRedis, name string) {
+	t.Helper()
+	before := rdb.used.Load()
+	m := c.RWMutex(name)
+	if !errors.Is(m.err, ErrInvalidName) {
+		t.Fatalf("RWMutex(%q).err = %v, want ErrInvalidName", name, m.err)
+	}
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"Lock":     func() error { _, err := m.Lock(ctx); return err },
+		"RLock":    func() error { _, err := m.RLock(ctx); return err },
+		"TryLock":  func() error { _, err := m.TryLock(ctx); return err },
+		"TryRLock": func() error { _, err := m.TryRLock(ctx); return err },
+		"ForceUnlock(Read)": func() error {
+			return m.ForceUnlock(ctx, Read)
+		},
+		"ForceUnlock(Write)": func() error {
+			return m.ForceUnlock(ctx, Write)
+		},
+		// Option errors must not hide the name's.
+		"TryLock(WithLease(-1))": func() error { _, err := m.TryLock(ctx, WithLease(-1)); return err },
+	}
+	for op, call := range calls {
+		if err := call(); !errors.Is(err, ErrInvalidName) {
+			t.Fatalf("%s on %q: %v, want ErrInvalidName", op, name, err)
+		}
+	}
+	if n := rdb.used.Load() - before; n != 0 {
+		t.Fatalf("%d commands built or sent for the refused name %q", n, name)
+	}
+}
