@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/history"
 )
 
 // TestFaultFailover: the primary dies and its replica is promoted.
@@ -28,7 +29,7 @@ func TestFaultFailover(t *testing.T) {
 			pair := faults.StartPair(t)
 			name := "fault:failover:" + p.String()
 			a := newClient(t, pair.Primary, transports[0], fairrw.WithPolicy(p))
-			var store fencedStore
+			var store history.Store
 			mustUnlock(t, mustLock(t, a.RWMutex(name), fairrw.Write)) // token 1, replicated
 			syncPair(t, pair)
 			// A partition cuts the replica off and it is promoted (a pause
@@ -37,7 +38,7 @@ func TestFaultFailover(t *testing.T) {
 			promote(t, pair)
 			mustUnlock(t, mustLock(t, a.RWMutex(name), fairrw.Write))
 			held := mustLock(t, a.RWMutex(name), fairrw.Write) // token 3, never replicated
-			if !store.write(held.Token()) {
+			if !store.Increment(held.Token()) {
 				t.Fatal("store refused the first holder")
 			}
 			pair.Primary.Kill(t)
@@ -53,7 +54,7 @@ func TestFaultFailover(t *testing.T) {
 			if l.Token() >= held.Token() {
 				t.Fatalf("new primary's token %d not below the lost grant's %d: the counter should have gone back", l.Token(), held.Token())
 			}
-			if store.write(l.Token()) {
+			if store.Increment(l.Token()) {
 				t.Fatalf("store accepted token %d after %d: fencing did not catch the lost grant", l.Token(), held.Token())
 			}
 			t.Logf("after the failover two owners believe they hold the write (tokens %d and %d); the store refused the lower", held.Token(), l.Token())

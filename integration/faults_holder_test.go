@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/history"
 	"github.com/fairrw/rwlock/internal/holder"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -64,8 +65,8 @@ func TestFaultHolderPaused(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			name := "fault:paused:" + p.String()
 			child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: holderLease})
-			var store fencedStore
-			if !store.write(child.Token) {
+			var store history.Store
+			if !store.Increment(child.Token) {
 				t.Fatal("the store refused the first holder's token")
 			}
 			child.Pause()
@@ -82,13 +83,13 @@ func TestFaultHolderPaused(t *testing.T) {
 			if wait := time.Since(paused); wait > holderLease+time.Second {
 				t.Fatalf("lock freed %v after the holder froze, later than its %v lease (+1s)", wait, holderLease)
 			}
-			if !store.write(l.Token()) {
+			if !store.Increment(l.Token()) {
 				t.Fatalf("the store refused the new holder's token %d (old %d)", l.Token(), child.Token)
 			}
 			child.Resume()
 			// The woken holder still believes it holds the lock; its write
 			// carries its old token and must be refused.
-			if store.write(child.Token) {
+			if store.Increment(child.Token) {
 				t.Fatalf("a late write with the stale token %d was accepted after token %d", child.Token, l.Token())
 			}
 		})
@@ -99,15 +100,4 @@ type lockResult struct {
 	l   *fairrw.Lease
 	err error
 	at  time.Time
-}
-
-// fencedStore accepts a write only with a token at least the highest seen.
-type fencedStore struct{ highest uint64 }
-
-func (s *fencedStore) write(token uint64) bool {
-	if token < s.highest {
-		return false
-	}
-	s.highest = token
-	return true
 }

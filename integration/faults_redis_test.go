@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/history"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -28,14 +29,14 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 			const lease = 600 * time.Millisecond
 			name := "fault:restart:" + p.String()
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
-			var store fencedStore
+			var store history.Store
 			var old *fairrw.Lease
 			for range 3 { // a few grants, so that the old token is above 1
 				if old != nil {
 					mustUnlock(t, old)
 				}
 				old = mustLock(t, c.RWMutex(name), fairrw.Write)
-				if !store.write(old.Token()) {
+				if !store.Increment(old.Token()) {
 					t.Fatalf("store refused token %d", old.Token())
 				}
 			}
@@ -52,7 +53,7 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 			if l.Token() >= old.Token() {
 				t.Fatalf("after a restart without persistence the token went on (%d after %d): the counter should be lost", l.Token(), old.Token())
 			}
-			if store.write(l.Token()) {
+			if store.Increment(l.Token()) {
 				t.Fatalf("the store accepted token %d after %d", l.Token(), old.Token())
 			}
 			select {
@@ -99,54 +100,50 @@ func TestFaultScriptFlush(t *testing.T) {
 			if x.grants < 20 || flushes.Load() < 5 {
 				t.Fatalf("%d grants and %d flushes: too few to mean anything", x.grants, flushes.Load())
 			}
-			t.Logf("%d grants (%d writes) across %d SCRIPT FLUSH, no error, no overlap", x.grants, x.writes, flushes.Load())
+			t.Logf("%d grants (%d writes, %d ops checked) across %d SCRIPT FLUSH, no error, violations: 0", x.grants, x.writes, x.ops, flushes.Load())
 		})
 	}
 }
 
 // exclusive is what runExclusive saw.
-type exclusive struct{ grants, writes int64 }
+type exclusive struct{ grants, writes, ops int64 }
 
 // runExclusive has workers (spread over clients) lock name for reading or
-// writing at random until ctx ends, holding each grant for a moment, and
-// fails t on any error other than ctx's end, and on any hold that overlaps
-// a write.
+// writing until ctx ends, holding each grant for a moment, every write
+// incrementing a store guarded by its fencing token. It fails t on any
+// error other than ctx's end, and unless the recorded history passes every
+// checker (exclusion, fencing, porcupine) and the store lost no update.
 func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, name string, workers int) exclusive {
 	t.Helper()
-	var state atomic.Int64 // readers + 1000 per writer
-	var grants, writes, overlaps atomic.Int64
+	rec := history.NewRecorder()
+	var store history.Store
+	var grants, writes, accepted atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for i := range workers {
 		m := clients[i%len(clients)].RWMutex(name)
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
-				write := (i+n)%3 == 0
-				var l *fairrw.Lease
-				var err error
-				if write {
-					l, err = m.Lock(ctx)
-				} else {
-					l, err = m.RLock(ctx)
+				mode := fairrw.Read
+				if (i+n)%3 == 0 {
+					mode = fairrw.Write
 				}
+				l, err := rec.Acquire(ctx, m, mode, false)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- err
 					}
 					return
 				}
-				delta := int64(1)
-				if write {
-					delta = 1000
-					writes.Add(1)
-				}
-				if s := state.Add(delta); (write && s != 1000) || (!write && s >= 1000) {
-					overlaps.Add(1)
-				}
 				grants.Add(1)
+				if mode == fairrw.Write {
+					writes.Add(1)
+					if store.Increment(l.Token()) {
+						accepted.Add(1)
+					}
+				}
 				time.Sleep(time.Millisecond)
-				state.Add(-delta)
-				if err := l.Unlock(context.Background()); err != nil {
+				if err := rec.Release(context.Background(), l); err != nil {
 					errs <- err
 					return
 				}
@@ -158,8 +155,9 @@ func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, n
 	for err := range errs {
 		t.Errorf("lock call failed: %v", err)
 	}
-	if n := overlaps.Load(); n > 0 {
-		t.Errorf("%d holds overlapped a write", n)
+	history.Verify(t, rec)
+	if err := store.Check(int(accepted.Load())); err != nil {
+		t.Errorf("guarded store: %v", err)
 	}
-	return exclusive{grants.Load(), writes.Load()}
+	return exclusive{grants.Load(), writes.Load(), int64(len(rec.Ops()))}
 }
