@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/fairrw/rwlock/internal/slot"
 )
@@ -11,16 +12,26 @@ import (
 // of the lock repeats it.
 const MaxNameLength = 4096
 
+// reservedPrefix starts every key fairrw adds beside a lock ("fairrw:{N}",
+// "fairrw_fence:{N}", "fairrw_attempt:{N}:..."). A lock named with it could
+// be another lock's state: a Redisson lock "fairrw:{x}" would write into the
+// fair state of lock "x" and free it on unlock.
+const reservedPrefix = "fairrw"
+
 // validateName checks a lock name before any command is built: it must be
-// non-empty, at most MaxNameLength bytes, and every key derived from it must
-// hash to the name's own cluster slot (the rueidis cluster client panics on
-// a cross-slot command, so this must never reach it).
+// non-empty, at most MaxNameLength bytes, not start with fairrw's own key
+// prefixes, and every key derived from it must hash to the name's own
+// cluster slot (the rueidis cluster client panics on a cross-slot command,
+// so this must never reach it).
 func validateName(name string, derived ...string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name", ErrInvalidName)
 	}
 	if len(name) > MaxNameLength {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidName, len(name), MaxNameLength)
+	}
+	if reservedName(name) {
+		return fmt.Errorf("%w: %q: names starting with %q or %q are fairrw's own keys", ErrInvalidName, name, reservedPrefix+":", reservedPrefix+"_")
 	}
 	want := slot.Of(name)
 	for _, key := range derived {
@@ -29,6 +40,13 @@ func validateName(name string, derived ...string) error {
 		}
 	}
 	return nil
+}
+
+// reservedName reports whether name starts like one of fairrw's own keys:
+// "fairrw:" or "fairrw_".
+func reservedName(name string) bool {
+	rest, ok := strings.CutPrefix(name, reservedPrefix)
+	return ok && (strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "_"))
 }
 
 func slotOf(key string) uint16 { return slot.Of(key) }
