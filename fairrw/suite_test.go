@@ -34,7 +34,7 @@ func miniEnv(t *testing.T, policy fairrw.Policy) locktest.Env {
 }
 
 func TestBehaviour(t *testing.T) {
-	for _, p := range []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()} {
+	for _, p := range locktest.Policies() {
 		t.Run(p.String(), func(t *testing.T) { locktest.Run(t, miniEnv(t, p)) })
 	}
 }

@@ -25,6 +25,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -74,7 +75,7 @@ var instruments = map[string]struct {
 	mLost:     {"{lease}", "counter"},
 }
 
-var allPolicies = []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()}
+var allPolicies = locktest.Policies()
 
 // otelEnv is a miniredis with an SDK TracerProvider recording every span, a
 // MeterProvider read on demand, and a logger keeping every record.

@@ -3,12 +3,11 @@ package integration
 import (
 	"testing"
 
-	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
-var policies = []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()}
+var policies = locktest.Policies()
 
 // TestBehaviour runs the behavioural suite for every policy over every
 // transport on a real redis-server.

@@ -39,23 +39,3 @@ func TestLeaseLostWhileRedisUnreachable(t *testing.T) {
 	}
 	r.Resume(t)
 }
-
-// TestRestartWithoutPersistence: a restart that loses the data (SHUTDOWN
-// NOSAVE) is reported to holders by the next renewal, and new acquires work
-// at once (the script cache is reloaded on NOSCRIPT).
-func TestRestartWithoutPersistence(t *testing.T) {
-	r := redistest.StartProcess(t)
-	const lease = 600 * time.Millisecond
-	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(lease))
-	w := mustLock(t, c.RWMutex("restart:w"), fairrw.Write)
-	r.Restart(t)
-	select {
-	case <-w.Done():
-		if !errors.Is(w.Err(), fairrw.ErrLeaseLost) {
-			t.Fatalf("Err = %v, want ErrLeaseLost", w.Err())
-		}
-	case <-time.After(10 * lease):
-		t.Fatal("holder not told that the restart lost its lock")
-	}
-	mustUnlock(t, mustLock(t, c.RWMutex("restart:w"), fairrw.Write))
-}

@@ -108,7 +108,7 @@ func (lp *Loop) work(w *Worker) error {
 			}
 		}
 		if w.Think != nil {
-			pause(lp.stop, w.Think(time.Since(lp.start)))
+			Pause(lp.stop, w.Think(time.Since(lp.start)))
 		}
 	}
 	return nil
@@ -180,8 +180,8 @@ func (lp *Loop) hold(w *Worker, class Class, l Hold) error {
 	return nil
 }
 
-// pause sleeps for d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
+// Pause sleeps for d or until ctx ends.
+func Pause(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}

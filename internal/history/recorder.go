@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 )
 
 // A Recorder records every operation made through it, and the
@@ -55,7 +56,7 @@ func NewRecorder() *Recorder {
 // closes, whichever comes first.
 func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, try bool, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
 	op := Op{Owner: m.Owner(), Lock: m.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
-	l, err := acquire(ctx, m, mode, try, opts)
+	l, err := locktest.Acquire(ctx, m, mode, !try, opts...)
 	op.Return = time.Now()
 	op.Outcome = acquireOutcome(err)
 	if r.CancelGivesBack && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
@@ -69,19 +70,6 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 	op.Token, op.Deadline = l.Token(), l.Deadline()
 	r.track(op, l)
 	return l, nil
-}
-
-func acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, try bool, opts []fairrw.AcquireOption) (*fairrw.Lease, error) {
-	switch {
-	case mode == fairrw.Read && try:
-		return m.TryRLock(ctx, opts...)
-	case mode == fairrw.Read:
-		return m.RLock(ctx, opts...)
-	case try:
-		return m.TryLock(ctx, opts...)
-	default:
-		return m.Lock(ctx, opts...)
-	}
 }
 
 // acquireOutcome classifies an acquire's error: refusals and invalid calls

@@ -28,6 +28,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 )
 
 // envSpec carries the child's Spec, as JSON.
@@ -73,7 +74,7 @@ func RunIfChild() {
 }
 
 func hold(s Spec) error {
-	p, err := PolicyByName(s.Policy)
+	p, err := locktest.PolicyByName(s.Policy)
 	if err != nil {
 		return err
 	}
@@ -98,16 +99,6 @@ func hold(s Spec) error {
 	fmt.Printf("granted %d %d\n", l.Token(), l.Deadline().UnixMilli())
 	_, _ = io.Copy(io.Discard, os.Stdin) // hold until stdin closes (or a kill)
 	return l.Unlock(context.Background())
-}
-
-// PolicyByName returns the policy whose String is name.
-func PolicyByName(name string) (fairrw.Policy, error) {
-	for _, p := range []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()} {
-		if p.String() == name {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("unknown policy %q", name)
 }
 
 // Start runs a holder child for s and waits for its grant (at most 30s).

@@ -47,7 +47,7 @@ func FencingTokens(t *testing.T, env Env) {
 // PolicyMismatch: a name held under one policy refuses every other policy
 // (never two holders), and is free for any policy once released.
 func PolicyMismatch(t *testing.T, env Env) {
-	policies := []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()}
+	policies := Policies()
 	for _, holder := range policies {
 		hc := env.New(t, fairrw.WithPolicy(holder))
 		for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {

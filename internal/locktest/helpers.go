@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,20 @@ func receive(t testing.TB, ch <-chan result) *fairrw.Lease {
 		t.Fatal("acquire did not return")
 		return nil
 	}
+}
+
+// Policies returns every policy, in the order tests report them: Redisson,
+// writer-preferring, phase-fair.
+func Policies() []fairrw.Policy {
+	return []fairrw.Policy{fairrw.Redisson(), fairrw.WriterPreferring(), fairrw.PhaseFair()}
+}
+
+// PolicyByName returns the policy whose String is name.
+func PolicyByName(name string) (fairrw.Policy, error) {
+	for _, p := range Policies() {
+		if p.String() == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown policy %q", name)
 }

@@ -84,9 +84,9 @@ func runRenewal(ctx context.Context, r *redisEnv, ct contender.Contender, name s
 	} else {
 		// One timer per lock: count the calls of renewalRounds intervals
 		// in steady state.
-		pause(ctx, interval)
+		fairness.Pause(ctx, interval)
 		before = r.sample(ctx)
-		pause(ctx, renewalRounds*interval)
+		fairness.Pause(ctx, renewalRounds*interval)
 		after = r.sample(ctx)
 	}
 	if ctx.Err() != nil {
@@ -133,14 +133,4 @@ func holdMany(ctx context.Context, c contender.Client, name string, n int) ([]fa
 		}
 	}
 	return holds, nil
-}
-
-// pause sleeps for d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
