@@ -95,9 +95,15 @@ func (r *renewer) round() error {
 	}
 	sent := time.Now()
 	calls, batches := r.batches(holds)
-	// A round may take as long as a lease lasts: until then its answers can
-	// still keep leases alive, and past it they are lost anyway.
-	ctx, cancel := context.WithTimeout(r.ctx, r.c.leaseTime)
+	// A round is one DoMulti, which returns only when every call has its
+	// answer: on a cluster with a shard down, the calls to that shard retry
+	// until the context ends, holding back the answers of the healthy
+	// shards. So a round ends after one renew interval, and the next starts
+	// at once: the healthy shards' leases are confirmed every interval
+	// (sent + lease, well before their deadline), the dead shard's are lost
+	// at theirs. A round abandoned this way costs nothing on Redis: the
+	// calls that ran renewed, and their late answers are dropped.
+	ctx, cancel := context.WithTimeout(r.ctx, r.c.renewInterval)
 	defer cancel()
 	results := r.c.policy.renewScript().ExecBatch(ctx, r.c.rdb, calls)
 	var failed error

@@ -2,77 +2,89 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/slot"
 )
 
-// startCluster starts three redis-server primaries with cluster mode on and
-// joins them with redis-cli --cluster create. It returns their addresses.
-func startCluster(t *testing.T) []string {
+// newClusterClient returns a Client on the cluster over tr, closed at cleanup.
+func newClusterClient(t testing.TB, c *redistest.Cluster, tr transport, opts ...fairrw.Option) *fairrw.Client {
 	t.Helper()
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		if os.Getenv(redistest.EnvRequireRedis) == "1" {
-			t.Fatal("redis-cli not on PATH: install redis-tools")
-		}
-		t.Skip("redis-cli not on PATH") // .ci/run installs redis-tools with redis-server
-	}
-	var addrs []string
-	for range 3 {
-		r := redistest.StartProcess(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		addrs = append(addrs, r.Addr)
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-yes")
-	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	opt := c.ClientOption()
+	tr.mutate(&opt)
+	fc, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
 	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, a := range addrs {
-		for {
-			info, _ := exec.Command("redis-cli", "-h", strings.Split(a, ":")[0], "-p", strings.Split(a, ":")[1], "cluster", "info").Output()
-			if strings.Contains(string(info), "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster not ok on %s:\n%s", a, info)
-			}
-			time.Sleep(50 * time.Millisecond)
+	t.Cleanup(func() { _ = fc.Close() })
+	return fc
+}
+
+// clusterEnv is the behavioural suite's environment on a cluster: keys are
+// listed on every primary.
+func clusterEnv(t *testing.T, c *redistest.Cluster, tr transport, policy fairrw.Policy) locktest.Env {
+	return locktest.Env{
+		Raw:    c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }),
+		Policy: policy,
+		New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
+			return newClusterClient(t, c, tr, opts...)
+		},
+		Keys: c.Keys,
+	}
+}
+
+// TestClusterBehaviour runs the whole behavioural suite for every policy over
+// every transport (tracking, RESP3 without tracking, RESP2) on a cluster of
+// 3 primaries with a replica each.
+func TestClusterBehaviour(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	for _, p := range policies {
+		for _, tr := range transports {
+			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
+				locktest.Run(t, clusterEnv(t, c, tr, p))
+			})
 		}
 	}
-	return addrs
+	t.Run("ordering", func(t *testing.T) {
+		t.Run("writer-preferring", func(t *testing.T) {
+			locktest.RunWriterPreferring(t, clusterEnv(t, c, transports[0], nil))
+		})
+		t.Run("phase-fair", func(t *testing.T) { locktest.RunPhaseFair(t, clusterEnv(t, c, transports[0], nil)) })
+	})
+}
+
+// clusterNames returns lock names spread over every shard: hash-tagged ones
+// (several sharing a tag), and plain ones each hashed whole.
+func clusterNames(n int) []string {
+	names := []string{"{tenant-1}:a", "{tenant-1}:b", "orders:{t}:42", "ünï:名前"}
+	for i := range n {
+		names = append(names, fmt.Sprintf("cluster:lock:%d", i))
+	}
+	return names
 }
 
 // TestCluster: locks whose names spread over every shard, with and without
-// hash tags, are taken, waited for, renewed and released on a 3-primary
-// cluster with no CROSSSLOT error, publishing with SPUBLISH as Java does.
+// hash tags, are taken, waited for, renewed and released on the cluster with
+// no CROSSSLOT error, publishing with SPUBLISH as Java does; waiters in
+// another Client are woken by the release, not by the PTTL timer.
 func TestCluster(t *testing.T) {
-	addrs := startCluster(t)
-	newClusterClient := func(opts ...fairrw.Option) *fairrw.Client {
-		c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{InitAddress: addrs})}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	c := redistest.StartCluster(t, 3, 1)
 	const lease = 900 * time.Millisecond
-	c1, c2 := newClusterClient(fairrw.WithLeaseTime(lease)), newClusterClient()
+	c1, c2 := newClusterClient(t, c, transports[0], fairrw.WithLeaseTime(lease)), newClusterClient(t, c, transports[0])
 
-	names := []string{"{tenant-1}:a", "{tenant-1}:b", "orders:{t}:42", "ünï:名前"}
-	for i := range 20 {
-		names = append(names, fmt.Sprintf("cluster:lock:%d", i))
-	}
+	names := clusterNames(20)
 	var leases []*fairrw.Lease
 	for i, n := range names {
 		mode := fairrw.Write
@@ -81,13 +93,10 @@ func TestCluster(t *testing.T) {
 		}
 		leases = append(leases, mustLock(t, c1.RWMutex(n), mode))
 	}
-	// Waiters in another client, one per lock, woken by sharded pub/sub.
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			l, err := c2.RWMutex(n).Lock(ctx)
@@ -100,13 +109,12 @@ func TestCluster(t *testing.T) {
 				}
 			}
 			errs <- err
-		}()
+		})
 	}
 	time.Sleep(3 * lease) // the watchdog renews every shard's batch meanwhile
 	for _, l := range leases {
-		alive := l.Err() == nil
-		if !alive {
-			t.Fatalf("%s lost on the cluster: %v", l.Name(), l.Err())
+		if err := l.Err(); err != nil {
+			t.Fatalf("%s lost on the cluster: %v", l.Name(), err)
 		}
 		mustUnlock(t, l)
 	}
@@ -119,18 +127,116 @@ func TestCluster(t *testing.T) {
 	}
 	// Java publishes with SPUBLISH on a Redis 7+ cluster; so must we.
 	spublish, publish := 0, 0
-	for _, a := range addrs {
-		host, port, _ := strings.Cut(a, ":")
-		stats, err := exec.Command("redis-cli", "-h", host, "-p", port, "info", "commandstats").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		spublish += commandCalls(string(stats), "spublish")
-		publish += commandCalls(string(stats), "publish")
+	for _, p := range c.Primaries(t) {
+		stats := commandStats(t, c, p)
+		spublish += commandCalls(stats, "spublish")
+		publish += commandCalls(stats, "publish")
 	}
 	if spublish == 0 || publish != 0 {
 		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
 	}
+}
+
+// TestClusterRenewalRound: leases on every shard are renewed by one round
+// (one "fairrw.renew" span, one DoMulti) per renew interval, in one script
+// call per slot, and every shard runs its share of each round.
+func TestClusterRenewalRound(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	const lease = 1500 * time.Millisecond
+	fc := newClusterClient(t, c, transports[0], fairrw.WithLeaseTime(lease), fairrw.WithTracerProvider(tp))
+
+	names := clusterNames(40)
+	slots := map[uint16]bool{}
+	var leases []*fairrw.Lease
+	for _, n := range names {
+		slots[slot.Of(n)] = true
+		leases = append(leases, mustLock(t, fc.RWMutex(n), fairrw.Write))
+	}
+	before := make(map[string]int)
+	for _, p := range c.Primaries(t) {
+		before[p] = commandCalls(commandStats(t, c, p), "evalsha")
+	}
+	time.Sleep(2 * lease) // about six rounds
+
+	// A round confirms all its leases with the time it was sent: one round
+	// renewed them all if they all share one deadline.
+	deadline := leases[0].Deadline()
+	for _, l := range leases {
+		if l.Err() != nil || !l.Deadline().Equal(deadline) {
+			t.Fatalf("%s: deadline %v, err %v; lease %s has %v: not renewed by one round",
+				l.Name(), l.Deadline(), l.Err(), leases[0].Name(), deadline)
+		}
+	}
+	rounds := 0
+	for _, s := range spans.Ended() {
+		if s.Name() != "fairrw.renew" {
+			continue
+		}
+		rounds++
+		for _, a := range s.Attributes() {
+			switch a.Key {
+			case "fairrw.renew.leases":
+				if a.Value.AsInt64() != int64(len(names)) {
+					t.Errorf("a round renewed %d leases, want %d", a.Value.AsInt64(), len(names))
+				}
+			case "fairrw.renew.batches":
+				if a.Value.AsInt64() != int64(len(slots)) {
+					t.Errorf("a round made %d script calls, want one per slot (%d)", a.Value.AsInt64(), len(slots))
+				}
+			}
+		}
+	}
+	if rounds < 3 {
+		t.Fatalf("%d renewal rounds in %v, want at least 3", rounds, 2*lease)
+	}
+	for p, n := range before {
+		if after := commandCalls(commandStats(t, c, p), "evalsha"); after-n < rounds {
+			t.Errorf("primary %s ran %d scripts during %d rounds: not every round reached it", p, after-n, rounds)
+		}
+	}
+	for _, l := range leases {
+		mustUnlock(t, l)
+	}
+}
+
+// TestClusterRefusesSplitNames: a name whose keys would fall in different
+// slots is refused with ErrInvalidName before any command (the rueidis
+// cluster client would panic on the cross-slot script).
+func TestClusterRefusesSplitNames(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	for _, p := range policies {
+		fc := newClusterClient(t, c, transports[0], fairrw.WithPolicy(p))
+		for _, name := range []string{"a}b", "}", "{}x", "x{}"} {
+			calls := 0
+			for _, addr := range c.Primaries(t) {
+				calls += commandCalls(commandStats(t, c, addr), "evalsha") + commandCalls(commandStats(t, c, addr), "eval")
+			}
+			_, err := fc.RWMutex(name).TryLock(testCtx(t))
+			if !errors.Is(err, fairrw.ErrInvalidName) {
+				t.Fatalf("%s: TryLock(%q) = %v, want ErrInvalidName", p, name, err)
+			}
+			after := 0
+			for _, addr := range c.Primaries(t) {
+				after += commandCalls(commandStats(t, c, addr), "evalsha") + commandCalls(commandStats(t, c, addr), "eval")
+			}
+			if after != calls {
+				t.Fatalf("%s: refusing %q ran %d scripts", p, name, after-calls)
+			}
+		}
+	}
+}
+
+// commandStats reads INFO commandstats from the node at addr.
+func commandStats(t testing.TB, c *redistest.Cluster, addr string) string {
+	t.Helper()
+	s, err := c.Do(t, addr, "INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatalf("INFO commandstats on %s: %v", addr, err)
+	}
+	return s
 }
 
 // commandCalls reads "cmdstat_<cmd>:calls=N,..." from INFO commandstats.

@@ -124,13 +124,36 @@ type exclusive struct{ grants, writes, ops int64 }
 // checker (exclusion, fencing, porcupine) and the store lost no update.
 func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, name string, workers int) exclusive {
 	t.Helper()
+	return runLoad(t, ctx, load{clients: clients, names: []string{name}, workers: workers})
+}
+
+// load is a checked workload: workers spread over clients, each on one of
+// names in turn.
+type load struct {
+	clients []*fairrw.Client
+	names   []string
+	workers int
+	// failover accepts what a primary's death may cause: an Unlock that
+	// fails and leaves its lease lost (the hold ran out while no one
+	// answered, or the unlock timeout passed first), and ErrNotReplicated
+	// from Lock (the promoted replica has no replica of its own yet). The
+	// history checkers still judge every hold.
+	failover bool
+}
+
+// runLoad runs ld until ctx ends (see runExclusive), with one fenced store
+// per name.
+func runLoad(t *testing.T, ctx context.Context, ld load) exclusive {
+	t.Helper()
 	rec := history.NewRecorder()
-	var store history.Store
-	var grants, writes, accepted atomic.Int64
+	stores := make([]history.Store, len(ld.names))
+	accepted := make([]atomic.Int64, len(ld.names))
+	var grants, writes atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for i := range workers {
-		m := clients[i%len(clients)].RWMutex(name)
+	errs := make(chan error, ld.workers)
+	for i := range ld.workers {
+		k := i % len(ld.names)
+		m := ld.clients[i%len(ld.clients)].RWMutex(ld.names[k])
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				mode := fairrw.Read
@@ -138,6 +161,10 @@ func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, n
 					mode = fairrw.Write
 				}
 				l, err := rec.Acquire(ctx, m, mode, false)
+				if ld.failover && errors.Is(err, fairrw.ErrNotReplicated) {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- err
@@ -147,12 +174,12 @@ func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, n
 				grants.Add(1)
 				if mode == fairrw.Write {
 					writes.Add(1)
-					if store.Increment(l.Token()) {
-						accepted.Add(1)
+					if stores[k].Increment(l.Token()) {
+						accepted[k].Add(1)
 					}
 				}
 				time.Sleep(time.Millisecond)
-				if err := rec.Release(context.Background(), l); err != nil {
+				if err := rec.Release(context.Background(), l); err != nil && !(ld.failover && errors.Is(l.Err(), fairrw.ErrLeaseLost)) {
 					errs <- err
 					return
 				}
@@ -165,8 +192,10 @@ func runExclusive(t *testing.T, ctx context.Context, clients []*fairrw.Client, n
 		t.Errorf("lock call failed: %v", err)
 	}
 	history.Verify(t, rec)
-	if err := store.Check(int(accepted.Load())); err != nil {
-		t.Errorf("guarded store: %v", err)
+	for k := range stores {
+		if err := stores[k].Check(int(accepted[k].Load())); err != nil {
+			t.Errorf("guarded store of %s: %v", ld.names[k], err)
+		}
 	}
 	return exclusive{grants.Load(), writes.Load(), int64(len(rec.Ops()))}
 }

@@ -18,5 +18,9 @@ func TestMain(m *testing.M) {
 		// After a cluster topology change rueidis closes the replaced
 		// connections 5 s later from a goroutine of its own; it ends by itself.
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+		// A redirect or a dead node makes the cluster client schedule a
+		// topology refresh after a short delay (lazyRefresh); the sleeping
+		// goroutine runs it and ends, also after Close.
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
 	)
 }

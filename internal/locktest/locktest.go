@@ -23,6 +23,9 @@ type Env struct {
 	Raw rueidis.Client
 	// Policy is added to every Client the suite makes.
 	Policy fairrw.Policy
+	// Keys, when set, lists every key stored (a cluster keeps them on
+	// several nodes); otherwise KEYS * runs on Raw.
+	Keys func(t testing.TB) []string
 }
 
 func (e Env) client(t testing.TB, opts ...fairrw.Option) *fairrw.Client {

@@ -1,0 +1,355 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/slot"
+)
+
+// The cluster fault tests run the checked load of the reliability suite
+// (history.Verify: exclusion, fencing, porcupine; fenced stores) on names
+// spread over every shard while one shard fails over, dies, or gives a
+// lock's slot away, and check what a holder and a waiter of that lock see.
+
+// clusterFault is the setup every cluster fault test shares: a fresh
+// cluster of 3 primaries with a replica each, the lock under test ("victim",
+// hash-tagged so that the load can put a second lock in its slot), a holder
+// Client and a waiter Client.
+type clusterFault struct {
+	c              *redistest.Cluster
+	victim         string
+	slot           int
+	holder, waiter *fairrw.Client
+	loadNames      []string
+}
+
+func newClusterFault(t *testing.T, p fairrw.Policy, opts ...fairrw.Option) *clusterFault {
+	t.Helper()
+	c := redistest.StartClusterProcesses(t, 3, 1)
+	f := &clusterFault{c: c, victim: "{victim}:" + p.String(), slot: int(slot.Of("{victim}"))}
+	opts = append([]fairrw.Option{fairrw.WithPolicy(p)}, opts...)
+	f.holder = newClusterClient(t, c, transports[0], opts...)
+	f.waiter = newClusterClient(t, c, transports[1], opts...)
+	// One load lock in the victim's slot, the others spread over the shards.
+	f.loadNames = []string{"{victim}:load"}
+	for i := range 5 {
+		f.loadNames = append(f.loadNames, fmt.Sprintf("cluster:fault:%d", i))
+	}
+	return f
+}
+
+// startLoad runs the checked load in the background until ctx ends; wait
+// returns what it saw once it has been checked.
+func (f *clusterFault) startLoad(t *testing.T, ctx context.Context, failover bool, opts ...fairrw.Option) (wait func() exclusive) {
+	t.Helper()
+	clients := []*fairrw.Client{
+		newClusterClient(t, f.c, transports[0], opts...),
+		newClusterClient(t, f.c, transports[2], opts...),
+	}
+	done := make(chan exclusive, 1)
+	go func() {
+		done <- runLoad(t, ctx, load{clients: clients, names: f.loadNames, workers: 12, failover: failover})
+	}()
+	return func() exclusive { return <-done }
+}
+
+// waitFor starts a Lock of the victim in the waiter Client.
+func (f *clusterFault) waitFor(mode fairrw.Mode) <-chan lockResult {
+	ch := make(chan lockResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		defer cancel()
+		m := f.waiter.RWMutex(f.victim)
+		var l *fairrw.Lease
+		var err error
+		if mode == fairrw.Write {
+			l, err = m.Lock(ctx)
+		} else {
+			l, err = m.RLock(ctx)
+		}
+		ch <- lockResult{l: l, err: err, at: time.Now()}
+	}()
+	return ch
+}
+
+// handOver releases held and checks that the waiter gets the lock, woken by
+// the release (its message, or the re-made subscription, or an
+// invalidation), not by the PTTL timer: the holder's lease is 30 s, far
+// beyond the wait allowed here.
+func (f *clusterFault) handOver(t *testing.T, held *fairrw.Lease, waiting <-chan lockResult) {
+	t.Helper()
+	select {
+	case r := <-waiting:
+		t.Fatalf("the waiter got %v, %v while the lock was held", r.l, r.err)
+	default:
+	}
+	f.subscribedInShard(t)
+	mustUnlock(t, held)
+	select {
+	case r := <-waiting:
+		if r.err != nil {
+			t.Fatalf("the waiter failed: %v", r.err)
+		}
+		if r.l.WokenBy() == "timer" {
+			t.Fatalf("the waiter was woken by its PTTL timer: the release did not reach it")
+		}
+		t.Logf("the waiter was woken by %s", r.l.WokenBy())
+		mustUnlock(t, r.l)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter was not granted within 15s of the release")
+	}
+}
+
+// redirects counts the ASK and TRYAGAIN answers of every primary (INFO
+// errorstats).
+func (f *clusterFault) redirects(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, p := range f.c.Primaries(t) {
+		stats, err := f.c.Do(t, p, "INFO", "errorstats").ToString()
+		if err != nil {
+			t.Fatalf("INFO errorstats on %s: %v", p, err)
+		}
+		for line := range strings.SplitSeq(stats, "\n") {
+			for _, e := range []string{"ASK", "TRYAGAIN"} {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+e+":count="); ok {
+					var c int
+					fmt.Sscanf(rest, "%d", &c)
+					n += c
+				}
+			}
+		}
+	}
+	return n
+}
+
+// describe shows keys with their type, PTTL and contents, for a failure.
+func (f *clusterFault) describe(t *testing.T, keys []string) string {
+	raw := f.c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
+	ctx := testCtx(t)
+	var b strings.Builder
+	for _, k := range keys {
+		typ, _ := raw.Do(ctx, raw.B().Type().Key(k).Build()).ToString()
+		pttl, _ := raw.Do(ctx, raw.B().Pttl().Key(k).Build()).AsInt64()
+		var v any
+		switch typ {
+		case "hash":
+			v, _ = raw.Do(ctx, raw.B().Hgetall().Key(k).Build()).AsStrMap()
+		case "zset":
+			v, _ = raw.Do(ctx, raw.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).ToAny()
+		case "list":
+			v, _ = raw.Do(ctx, raw.B().Lrange().Key(k).Start(0).Stop(-1).Build()).AsStrSlice()
+		default:
+			v, _ = raw.Do(ctx, raw.B().Get().Key(k).Build()).ToString()
+		}
+		fmt.Fprintf(&b, "\n  %s (%s, pttl %d): %v", k, typ, pttl, v)
+	}
+	return b.String()
+}
+
+// subscribedInShard waits until a node of the shard that owns the victim's
+// slot now has a sharded subscription to the victim's channel. After a
+// migration that is the new owner: the source dropped the subscription when
+// the slot left it, and the waiter made it again. After a failover Redis 7.0
+// may keep it on the demoted primary, which as a replica of the same shard
+// still receives the shard's messages.
+func (f *clusterFault) subscribedInShard(t *testing.T) {
+	t.Helper()
+	owner := f.c.PrimaryOf(t, f.slot)
+	nodes := []string{owner, f.c.ReplicaOf(t, owner)}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var seen []string
+		for _, n := range nodes {
+			channels, err := f.c.Do(t, n, "PUBSUB", "SHARDCHANNELS").AsStrSlice()
+			if err != nil {
+				t.Fatalf("PUBSUB SHARDCHANNELS on %s: %v", n, err)
+			}
+			for _, ch := range channels {
+				if strings.Contains(ch, f.victim) {
+					return
+				}
+			}
+			seen = append(seen, channels...)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sharded subscription to %s's channel in its shard %v: %v", f.victim, nodes, seen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noStuckHolds checks that no lock is held any more: every lock hash and
+// timeout key is gone (fence counters and unlock latches may remain).
+func (f *clusterFault) noStuckHolds(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var held []string
+		for _, k := range f.c.Keys(t) {
+			if strings.HasPrefix(k, compat.FencePrefix+":") || strings.HasPrefix(k, compat.AttemptLatchPrefix+":") ||
+				strings.HasPrefix(k, compat.UnlockLatchPrefix+":") {
+				continue
+			}
+			held = append(held, k)
+		}
+		if len(held) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holds left behind:%s", f.describe(t, held))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterFaultFailover: CLUSTER FAILOVER of the shard that holds a
+// lock, under load. The holder's watchdog lease survives (a manual failover
+// first lets the replica catch up), the waiter's sharded subscription,
+// dropped by the failover, is made again and the release wakes it, and the
+// load sees no error and no violation.
+func TestClusterFaultFailover(t *testing.T) {
+	heldThrough(t, "failover", func(t *testing.T, f *clusterFault) {
+		from, to := f.c.Failover(t, f.slot)
+		t.Logf("slot %d failed over from %s to %s", f.slot, from, to)
+	})
+}
+
+// TestClusterFaultMigration: the slot of a held lock is migrated live to
+// another primary under load, the keys moved in small MIGRATE batches so that
+// a lock's keys are split between the nodes for a while. Commands on the
+// slot meanwhile get ASK and TRYAGAIN, which are followed and retried: the
+// load sees no error (no CROSSSLOT) and no violation, the holder's lease is
+// renewed across the move, and the waiter, whose sharded subscription the
+// source dropped when the slot left, is woken by the release.
+func TestClusterFaultMigration(t *testing.T) {
+	heldThrough(t, "migration", func(t *testing.T, f *clusterFault) {
+		var target string
+		for _, addr := range f.c.Primaries(t) {
+			if addr != f.c.PrimaryOf(t, f.slot) {
+				target = addr
+				break
+			}
+		}
+		before := f.redirects(t)
+		m := f.c.BeginMigration(t, f.slot, target)
+		time.Sleep(300 * time.Millisecond) // the load meets MIGRATING/IMPORTING
+		m.MoveKeys(t)
+		time.Sleep(300 * time.Millisecond) // and the keys on the target
+		moved := m.Finish(t)
+		redirects := f.redirects(t) - before
+		t.Logf("slot %d migrated from %s to %s: %d keys; Redis answered ASK or TRYAGAIN %d times", f.slot, m.From(), m.To(), moved, redirects)
+		if redirects == 0 {
+			t.Fatal("no ASK or TRYAGAIN during the migration: the load did not meet it")
+		}
+		if got := f.c.PrimaryOf(t, f.slot); got != target {
+			t.Fatalf("slot %d on %s after the migration, want %s", f.slot, got, target)
+		}
+	})
+}
+
+// heldThrough runs fault, for every policy, while the victim is held for
+// writing by a watchdog lease, a waiter waits for it, and the checked load
+// runs. After the fault: the load saw no error and no violation, the lease
+// is still held (and still excludes), the release wakes the waiter through
+// a subscription in the victim's shard, and no hold is left.
+func heldThrough(t *testing.T, what string, fault func(*testing.T, *clusterFault)) {
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			f := newClusterFault(t, p)
+			held := mustLock(t, f.holder.RWMutex(f.victim), fairrw.Write)
+			waiting := f.waitFor(fairrw.Write)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			wait := f.startLoad(t, ctx, false, fairrw.WithPolicy(p))
+
+			time.Sleep(time.Second)
+			fault(t, f)
+			x := wait()
+			if x.grants < 50 {
+				t.Fatalf("only %d grants under the %s", x.grants, what)
+			}
+			if err := held.Err(); err != nil {
+				t.Fatalf("the holder's lease was lost in the %s: %v", what, err)
+			}
+			if _, err := f.waiter.RWMutex(f.victim).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock of the held lock after the %s: %v, want ErrNotAcquired", what, err)
+			}
+			f.handOver(t, held, waiting)
+			f.noStuckHolds(t)
+			t.Logf("%d grants (%d writes, %d ops checked) across the %s", x.grants, x.writes, x.ops, what)
+		})
+	}
+}
+
+// TestClusterFaultKillPrimary: kill -9 of the primary that holds a lock,
+// with leases on every shard. The dead shard's leases are reported lost
+// (its replica takes over only after the 2 s node timeout, beyond their
+// 1.5 s lease), while the leases on the other shards are renewed on: one
+// dead shard must not cost the others their leases. After the takeover the
+// lock is granted again, and a checked load running through it with
+// WithSyncReplicas (so that no acknowledged grant is lost with the primary)
+// sees no violation.
+func TestClusterFaultKillPrimary(t *testing.T) {
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			const lease = 1500 * time.Millisecond
+			f := newClusterFault(t, p, fairrw.WithLeaseTime(lease))
+			var leases []*fairrw.Lease
+			for _, n := range append(clusterNames(20), f.victim) {
+				leases = append(leases, mustLock(t, f.holder.RWMutex(n), fairrw.Write))
+			}
+			dead := f.c.PrimaryOf(t, f.slot)
+			onDead := make(map[*fairrw.Lease]bool)
+			for _, l := range leases {
+				onDead[l] = f.c.PrimaryOf(t, int(slot.Of(l.Name()))) == dead
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// The load's leases are short too, so that a hold whose Unlock
+			// could not reach the dead shard runs out within the check below.
+			wait := f.startLoad(t, ctx, true, fairrw.WithPolicy(p), fairrw.WithSyncReplicas(1, time.Second), fairrw.WithLeaseTime(3*time.Second))
+
+			time.Sleep(time.Second)
+			killed, promoted := f.c.KillPrimary(t, f.slot)
+			t.Logf("killed %s; %s took over slot %d", killed, promoted, f.slot)
+
+			var wg sync.WaitGroup
+			for _, l := range leases {
+				if onDead[l] {
+					wg.Go(func() { awaitLost(t, l, 10*time.Second) })
+				}
+			}
+			wg.Wait()
+			for _, l := range leases {
+				if !onDead[l] {
+					if err := l.Err(); err != nil {
+						t.Errorf("lease %s on a live shard was lost: %v", l.Name(), err)
+					} else {
+						mustUnlock(t, l)
+					}
+				}
+			}
+			l := mustLock(t, f.waiter.RWMutex(f.victim), fairrw.Write)
+			mustUnlock(t, l)
+
+			x := wait()
+			if x.grants < 50 {
+				t.Fatalf("only %d grants around the kill", x.grants)
+			}
+			f.noStuckHolds(t)
+			t.Logf("%d grants (%d writes, %d ops checked) around the kill", x.grants, x.writes, x.ops)
+		})
+	}
+}
