@@ -58,6 +58,15 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 			if reply.aborted { // only a settled attempt is aborted; report it as not granted
 				got.reply = acquireReply{wait: time.Millisecond}
 			}
+			if reply.granted && !time.Now().Before(got.sent.Add(req.lease)) {
+				// The attempt outlasted its lease (rueidis retried it through
+				// an outage, a failover): the grant may have run out in Redis
+				// already, and a Lease from it would be born lost. Give it
+				// back; Lock retries with a fresh attempt, TryLock refuses.
+				m.settle(ctx, mode, req.attempt)
+				got.reply = acquireReply{wait: time.Millisecond}
+				return got, nil
+			}
 			if reply.granted && req.syncReplicas > 0 && reply.replicas < req.syncReplicas {
 				// A failover now could lose the grant: give it back.
 				m.settle(ctx, mode, req.attempt)

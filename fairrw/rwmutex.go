@@ -44,6 +44,11 @@ func (m *RWMutex) Owner() string { return m.owner }
 // Lock takes the write lock, waiting until it is granted or ctx is done. On
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing
 // behind in Redis.
+//
+// A lease is counted from the moment its attempt was first sent. An attempt
+// that took longer than the lease to be answered (retried through an outage
+// or a failover) is given back rather than returned already lost: Lock then
+// tries again, and TryLock and TryRLock return ErrNotAcquired.
 func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Lock", Write, true, opts)
 }

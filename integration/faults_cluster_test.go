@@ -298,7 +298,7 @@ func heldThrough(t *testing.T, what string, fault func(*testing.T, *clusterFault
 // (its replica takes over only after the 2 s node timeout, beyond their
 // 1.5 s lease), while the leases on the other shards are renewed on: one
 // dead shard must not cost the others their leases. After the takeover the
-// lock is granted again, and a checked load running through it with
+// lock's waiter is granted, and a checked load running through it with
 // WithSyncReplicas (so that no acknowledged grant is lost with the primary)
 // sees no violation.
 func TestClusterFaultKillPrimary(t *testing.T) {
@@ -321,6 +321,8 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			// could not reach the dead shard runs out within the check below.
 			wait := f.startLoad(t, ctx, true, fairrw.WithPolicy(p), fairrw.WithSyncReplicas(1, time.Second), fairrw.WithLeaseTime(3*time.Second))
 
+			waiting := f.waitFor(fairrw.Write) // behind the victim's holder
+
 			time.Sleep(time.Second)
 			killed, promoted := f.c.KillPrimary(t, f.slot)
 			t.Logf("killed %s; %s took over slot %d", killed, promoted, f.slot)
@@ -341,8 +343,19 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 					}
 				}
 			}
-			l := mustLock(t, f.waiter.RWMutex(f.victim), fairrw.Write)
-			mustUnlock(t, l)
+			// The waiter's subscription died with the primary: it is granted
+			// by its retries (PTTL bound, re-made subscription) once the
+			// replica serves and the lost hold has run out.
+			select {
+			case r := <-waiting:
+				if r.err != nil {
+					t.Fatalf("the waiter behind the dead shard failed: %v", r.err)
+				}
+				t.Logf("the waiter was granted after the takeover, woken by %s", r.l.WokenBy())
+				mustUnlock(t, r.l)
+			case <-time.After(15 * time.Second):
+				t.Fatal("the waiter behind the dead shard was not granted within 15s")
+			}
 
 			x := wait()
 			if x.grants < 50 {

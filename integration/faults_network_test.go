@@ -180,3 +180,56 @@ func TestFaultConnectionResets(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultGrantOutlastsLease: the network stalls while an acquire is in
+// flight, longer than the lease, and then delivers it. Redis grants it, but
+// the lease, counted from the send, would already be over: the grant is
+// given back instead of returned as a lease that is born lost. TryLock
+// reports ErrNotAcquired and leaves the lock free; Lock retries and returns a
+// live lease.
+func TestFaultGrantOutlastsLease(t *testing.T) {
+	r := redistest.StartProcess(t)
+	const lease = 300 * time.Millisecond
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "fault:slow-grant:" + p.String()
+			px := faults.StartProxy(t, r.Addr)
+			slow := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+			direct := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (*fairrw.Lease, error) {
+				px.Stall()
+				ch := make(chan lockResult, 1)
+				go func() {
+					l, err := acquire(testCtx(t))
+					ch <- lockResult{l: l, err: err}
+				}()
+				time.Sleep(2 * lease)
+				px.Heal()
+				res := <-ch
+				return res.l, res.err
+			}
+
+			if _, err := stalled(slow.RWMutex(name).TryLock); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock that outlasted its lease: %v, want ErrNotAcquired", err)
+			}
+			l, err := direct.RWMutex(name).TryLock(testCtx(t))
+			if err != nil {
+				t.Fatalf("the grant was not given back: TryLock on a direct client: %v", err)
+			}
+			mustUnlock(t, l)
+
+			l, err = stalled(slow.RWMutex(name).Lock)
+			if err != nil {
+				t.Fatalf("Lock that outlasted its first attempt's lease: %v", err)
+			}
+			if l.Err() != nil || !l.Deadline().After(time.Now()) {
+				t.Fatalf("Lock returned a lease born lost: Err %v, deadline %v ago", l.Err(), time.Since(l.Deadline()))
+			}
+			if _, err := direct.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock while the retried Lock holds: %v, want ErrNotAcquired", err)
+			}
+			mustUnlock(t, l)
+			locktest.EventuallyNoKeys(t, newEnv(t, r, transports[0], p), name)
+		})
+	}
+}
