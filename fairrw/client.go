@@ -213,13 +213,34 @@ func (c *Client) isClosing() bool {
 }
 
 // definite reports whether err is an answer from Redis (the script ran, or
-// was refused, as a whole) rather than a failure whose outcome is unknown.
+// was refused, as a whole) rather than a failure whose outcome is unknown
+// or a refusal that passes (see transient), both of which are retried.
 func definite(err error) bool {
 	if errors.Is(err, ErrPolicyMismatch) {
 		return true
 	}
-	_, ok := rueidis.IsRedisErr(err)
-	return ok
+	rerr, ok := rueidis.IsRedisErr(err)
+	return ok && !transient(rerr)
+}
+
+// transient reports whether Redis refused a command, before running it, for
+// a reason that passes by itself: a slot being migrated (TRYAGAIN, or a
+// redirection rueidis did not follow), a cluster or a replication link
+// momentarily down, a server loading its data, or a node that stopped being
+// the primary (READONLY). rueidis retries most of these itself, but not when
+// the user set DisableRetry; the attempt and request ids make our retry safe.
+func transient(err *rueidis.RedisError) bool {
+	if _, ok := err.IsMoved(); ok {
+		return true
+	}
+	if _, ok := err.IsAsk(); ok {
+		return true
+	}
+	if err.IsTryAgain() || err.IsClusterDown() || err.IsLoading() {
+		return true
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "MASTERDOWN")
 }
 
 // errClosedLease is the error of the leases still held when Close runs.

@@ -117,19 +117,7 @@ func (f *clusterFault) redirects(t *testing.T) int {
 	t.Helper()
 	n := 0
 	for _, p := range f.c.Primaries(t) {
-		stats, err := f.c.Do(t, p, "INFO", "errorstats").ToString()
-		if err != nil {
-			t.Fatalf("INFO errorstats on %s: %v", p, err)
-		}
-		for line := range strings.SplitSeq(stats, "\n") {
-			for _, e := range []string{"ASK", "TRYAGAIN"} {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+e+":count="); ok {
-					var c int
-					fmt.Sscanf(rest, "%d", &c)
-					n += c
-				}
-			}
-		}
+		n += errorCount(t, f.c, p, "ASK") + errorCount(t, f.c, p, "TRYAGAIN")
 	}
 	return n
 }
@@ -365,4 +353,82 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			t.Logf("%d grants (%d writes, %d ops checked) around the kill", x.grants, x.writes, x.ops)
 		})
 	}
+}
+
+// TestClusterTryAgainWithoutRueidisRetry: with rueidis's own retries off
+// (DisableRetry), a lock whose slot is half migrated is answered TRYAGAIN
+// (its keys are on neither node in full). fairrw retries such refusals
+// itself, with the same attempt id: the acquire waits out the migration and
+// succeeds, and the lock it took is exclusive on the target.
+func TestClusterTryAgainWithoutRueidisRetry(t *testing.T) {
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			c := redistest.StartClusterProcesses(t, 3, 0)
+			noRetry := transport{"no-rueidis-retry", func(o *rueidis.ClientOption) { o.DisableRetry = true }}
+			fc := newClusterClient(t, c, noRetry, fairrw.WithPolicy(p))
+			name := "{tryagain}:" + p.String()
+			s := int(slot.Of(name))
+			mustUnlock(t, mustLock(t, fc.RWMutex(name), fairrw.Write)) // leaves the fencing counter
+
+			var target string
+			for _, addr := range c.Primaries(t) {
+				if addr != c.PrimaryOf(t, s) {
+					target = addr
+					break
+				}
+			}
+			before := 0
+			for _, addr := range c.Primaries(t) {
+				before += errorCount(t, c, addr, "TRYAGAIN")
+			}
+			m := c.BeginMigration(t, s, target)
+			m.MoveKeys(t) // the fencing counter is on the target, the rest nowhere: TRYAGAIN
+			got := make(chan lockResult, 1)
+			go func() {
+				l, err := fc.RWMutex(name).Lock(testCtx(t))
+				got <- lockResult{l: l, err: err}
+			}()
+			time.Sleep(500 * time.Millisecond)
+			select {
+			case r := <-got:
+				t.Fatalf("Lock returned during the migration: %v, %v", r.l, r.err)
+			default:
+			}
+			m.Finish(t)
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("Lock across the migration: %v", r.err)
+			}
+			after := 0
+			for _, addr := range c.Primaries(t) {
+				after += errorCount(t, c, addr, "TRYAGAIN")
+			}
+			if after == before {
+				t.Fatal("Redis answered no TRYAGAIN: the test did not reach the case")
+			}
+			other := newClusterClient(t, c, transports[0], fairrw.WithPolicy(p))
+			if _, err := other.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock of the lock taken across the migration: %v, want ErrNotAcquired", err)
+			}
+			mustUnlock(t, r.l)
+			t.Logf("Lock waited out the migration through %d TRYAGAIN answers", after-before)
+		})
+	}
+}
+
+// errorCount reads errorstat_<name>:count from INFO errorstats of the node at addr.
+func errorCount(t *testing.T, c *redistest.Cluster, addr, name string) int {
+	t.Helper()
+	stats, err := c.Do(t, addr, "INFO", "errorstats").ToString()
+	if err != nil {
+		t.Fatalf("INFO errorstats on %s: %v", addr, err)
+	}
+	for line := range strings.SplitSeq(stats, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+name+":count="); ok {
+			var n int
+			fmt.Sscanf(rest, "%d", &n)
+			return n
+		}
+	}
+	return 0
 }

@@ -10,6 +10,9 @@
 // Environment:
 //
 //	FAIRRW_REDIS_ADDR      use this host:port instead of starting a server (Start only)
+//	FAIRRW_REDIS_CLUSTER   comma-separated seeds of a Redis Cluster to use instead of
+//	                       starting one (StartCluster only; the fault tests always
+//	                       start their own)
 //	FAIRRW_REQUIRE_REDIS=1 fail, instead of skip, when no Redis can be provided
 //	FAIRRW_REDIS_IMAGE     image for StartContainer (default fairrw/redis:local,
 //	                       built by .ci/redis-image.sh; images are never pulled)
