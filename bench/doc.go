@@ -22,6 +22,7 @@
 //	BenchmarkWriterStream/policy=<redisson|writer-preferring|phase-fair>
 //	BenchmarkPolicyThroughput/policy=<redisson|writer-preferring|phase-fair>/<mix=write|mix=read90|contention=none>
 //	BenchmarkIdleWaiter/policy=<...>/transport=<tracking|no-tracking>/waiter=<write|read>
+//	BenchmarkScaleOut/topology=<single|single-replica|cluster-1|cluster-3-noreplica|cluster-3>/policy=<...>
 //	BenchmarkPeers/op=<lockunlock-uncontended|contended|trylock>/contender=<redisson|writer-preferring|phase-fair|rueidislock|redislock|redsync>
 //	BenchmarkTelemetry/provider=<noop|sdk>/goroutines=<1|64>
 //
