@@ -20,11 +20,12 @@ const (
 	maxRetryBackoff = 500 * time.Millisecond
 )
 
-// request describes an acquire of mode by this handle, but for its attempt id.
+// request describes an acquire of mode by this handle, as the owner of the
+// acquire's tenure (cfg.owner), but for its attempt id.
 func (m *RWMutex) request(mode Mode, cfg acquireConfig) acquireRequest {
 	return acquireRequest{
 		mode:  mode,
-		owner: m.owner,
+		owner: cfg.owner,
 		lease: cfg.lease,
 		queue: m.c.leaseTime,
 		// A granted attempt's latch only has to outlive retries of that
@@ -63,13 +64,13 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 				// an outage, a failover): the grant may have run out in Redis
 				// already, and a Lease from it would be born lost. Give it
 				// back; Lock retries with a fresh attempt, TryLock refuses.
-				m.settle(ctx, mode, req.attempt)
+				m.settle(ctx, mode, req.owner, req.attempt)
 				got.reply = acquireReply{wait: time.Millisecond}
 				return got, nil
 			}
 			if reply.granted && req.syncReplicas > 0 && reply.replicas < req.syncReplicas {
 				// A failover now could lose the grant: give it back.
-				m.settle(ctx, mode, req.attempt)
+				m.settle(ctx, mode, req.owner, req.attempt)
 				return got, fmt.Errorf("%w: %q: %d of %d replicas acknowledged within %v",
 					ErrNotReplicated, m.keys.name, reply.replicas, req.syncReplicas, req.syncTimeout)
 			}
@@ -79,14 +80,14 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
 		}
 		if ctx.Err() != nil || m.c.isClosing() {
-			m.settle(ctx, mode, req.attempt)
+			m.settle(ctx, mode, req.owner, req.attempt)
 			if ctx.Err() != nil {
 				return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
 			}
 			return got, ErrClosed
 		}
 		if err := sleepCtx(ctx, m.c.closing, backoff); err != nil {
-			m.settle(ctx, mode, req.attempt)
+			m.settle(ctx, mode, req.owner, req.attempt)
 			return got, m.waitError(err)
 		}
 		backoff = min(backoff*2, maxRetryBackoff)
@@ -95,8 +96,9 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 
 // settle makes sure an attempt whose outcome the caller will not wait for
 // holds nothing: it marks the attempt aborted in Redis, and if the attempt had
-// been granted, releases that hold. It runs detached from ctx's cancellation.
-func (m *RWMutex) settle(ctx context.Context, mode Mode, attempt string) {
+// been granted, releases that hold (owner's, the attempt's). It runs detached
+// from ctx's cancellation.
+func (m *RWMutex) settle(ctx context.Context, mode Mode, owner, attempt string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
 	defer cancel()
 	backoff := minRetryBackoff
@@ -104,7 +106,7 @@ func (m *RWMutex) settle(ctx context.Context, mode Mode, attempt string) {
 		granted, err := abortAttempt(ctx, m.c, &m.keys, attempt)
 		if err == nil {
 			if granted {
-				_, _ = m.release(ctx, mode, attempt, true)
+				_, _ = m.release(ctx, mode, owner, attempt, true)
 			}
 			return
 		}
@@ -115,16 +117,17 @@ func (m *RWMutex) settle(ctx context.Context, mode Mode, attempt string) {
 	}
 }
 
-// release runs the policy's release of one hold to a definite outcome, on a
+// release runs the policy's release of one hold of owner (the owner it was
+// granted under, not the handle's current one) to a definite outcome, on a
 // context detached from the caller's cancellation and bounded by the unlock
 // timeout, retrying lost replies with the same request id (the unlock latch
 // makes that idempotent). The latch is deleted afterwards, as Java does.
-func (m *RWMutex) release(ctx context.Context, mode Mode, attempt string, abort bool) (releaseResult, error) {
+func (m *RWMutex) release(ctx context.Context, mode Mode, owner, attempt string, abort bool) (releaseResult, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
 	defer cancel()
 	req := releaseRequest{
 		mode:     mode,
-		owner:    m.owner,
+		owner:    owner,
 		attempt:  attempt,
 		request:  newRequestID(),
 		abort:    abort,

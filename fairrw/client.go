@@ -156,8 +156,9 @@ func (c *Client) Policy() string { return c.policy.name() }
 
 // RWMutex returns a handle on the lock name. Each handle is one lock owner
 // (Redisson's "thread"): its holds are reentrant, and two handles on the same
-// name exclude each other as two processes would. An invalid name is
-// reported by the handle's first call (ErrInvalidName), before any command.
+// name exclude each other as two processes would. Its owner id changes from
+// one tenure to the next (see RWMutex.Owner). An invalid name is reported by
+// the handle's first call (ErrInvalidName), before any command.
 func (c *Client) RWMutex(name string) *RWMutex {
 	keys, err := c.policy.keys(name)
 	id := c.owners.Add(1)
@@ -227,8 +228,10 @@ func definite(err error) bool {
 // a reason that passes by itself: a slot being migrated (TRYAGAIN, or a
 // redirection rueidis did not follow), a cluster or a replication link
 // momentarily down, a server loading its data, or a node that stopped being
-// the primary (READONLY). rueidis retries most of these itself, but not when
-// the user set DisableRetry; the attempt and request ids make our retry safe.
+// the primary (READONLY: a script gets it at its first write, and ours do
+// every write after their reads, so it changed nothing). rueidis retries most
+// of these itself, but not when the user set DisableRetry; the attempt and
+// request ids make our retry safe.
 func transient(err *rueidis.RedisError) bool {
 	if _, ok := err.IsMoved(); ok {
 		return true

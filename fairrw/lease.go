@@ -22,8 +22,12 @@ import (
 //
 // A Lease is safe for concurrent use.
 type Lease struct {
-	m        *RWMutex
-	mode     Mode
+	m    *RWMutex
+	mode Mode
+	// owner is the owner the hold was granted under. Its unlock and
+	// renewals must use it even after the handle has moved on to a new
+	// tenure (the lease was lost locally, and the handle locked again).
+	owner    string
 	attempt  string
 	lease    time.Duration
 	watchdog bool
@@ -55,6 +59,7 @@ func newLease(ctx context.Context, m *RWMutex, mode Mode, cfg acquireConfig, got
 		acquireSpan: trace.SpanContextFromContext(ctx),
 		m:           m,
 		mode:        mode,
+		owner:       cfg.owner,
 		attempt:     got.attempt,
 		lease:       cfg.lease,
 		watchdog:    !cfg.explicit,
@@ -129,7 +134,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 }
 
 func (l *Lease) unlock(ctx context.Context) error {
-	res, err := l.m.release(ctx, l.mode, l.attempt, false)
+	res, err := l.m.release(ctx, l.mode, l.owner, l.attempt, false)
 	switch {
 	case err != nil:
 		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)
@@ -167,9 +172,12 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.state = leaseEnded
 	l.err = err
 	l.timer.Stop()
+	// Uncounted before Done closes: a holder that sees its lease end and
+	// locks again must find the tenure over, or it would re-enter a hold
+	// that Redis may still have. (Lock order: Lease.mu, then RWMutex.mu.)
+	l.m.count(l.mode, -1)
 	close(l.done)
 	l.mu.Unlock()
-	l.m.count(l.mode, -1)
 	l.m.c.renewer.remove(l)
 	l.m.c.tel.held(l.mode, -1)
 	l.m.c.tel.leaseEnded(l, cause, err)
@@ -233,3 +241,8 @@ func (l *Lease) WokenBy() string { return l.woken.String() }
 // counter past the storage's highest token (SET fairrw_fence:{N} <max>)
 // after such a loss.
 func (l *Lease) Token() uint64 { return l.token }
+
+// Owner returns the owner the hold was granted under, "<client uuid>:<n>" as
+// written to Redis: the handle's owner for the tenure this lease belongs to
+// (RWMutex.Owner names the handle's current or last tenure).
+func (l *Lease) Owner() string { return l.owner }

@@ -242,6 +242,10 @@ func (f acquireOptionFunc) applyAcquire(c *acquireConfig) error { return f(c) }
 type acquireConfig struct {
 	lease    time.Duration // 0: the client's watchdog lease, renewed
 	explicit bool
+	// owner is not an option: it is the owner of the tenure the acquire
+	// belongs to, fixed when the acquire begins (RWMutex.begin). Every
+	// command of the acquire, and of the hold it grants, uses it.
+	owner string
 }
 
 // WithLease holds the lock for exactly d unless unlocked earlier: there is

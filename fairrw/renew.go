@@ -76,6 +76,7 @@ func (r *renewer) run() {
 // renewHold is one (lock, owner, mode) and the leases that stand on it.
 type renewHold struct {
 	m      *RWMutex
+	owner  string // the leases' owner, not the handle's current one
 	mode   Mode
 	leases []*Lease
 }
@@ -148,10 +149,10 @@ func (r *renewer) snapshot() []*renewHold {
 		if !l.renewable() {
 			continue
 		}
-		k := holdKey{l.m.keys.name, l.m.owner, l.mode}
+		k := holdKey{l.m.keys.name, l.owner, l.mode}
 		h := byKey[k]
 		if h == nil {
-			h = &renewHold{m: l.m, mode: l.mode}
+			h = &renewHold{m: l.m, owner: l.owner, mode: l.mode}
 			byKey[k] = h
 			holds = append(holds, h)
 		}
@@ -178,7 +179,7 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 		call := script.Call{Args: []string{lease}}
 		var batch []*renewHold
 		for ; i < len(holds) && group(holds[i]) == g && len(batch) < maxRenewBatch; i++ {
-			keys, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].m.owner, holds[i].mode)
+			keys, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].owner, holds[i].mode)
 			call.Keys = append(call.Keys, keys...)
 			call.Args = append(call.Args, args...)
 			batch = append(batch, holds[i])

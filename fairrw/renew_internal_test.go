@@ -92,7 +92,7 @@ func testHold(t *testing.T, name string, mode Mode) *renewHold {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &renewHold{m: &RWMutex{keys: keys, owner: "client:1"}, mode: mode}
+	return &renewHold{m: &RWMutex{keys: keys}, owner: "client:1", mode: mode}
 }
 
 func TestMajorVersion(t *testing.T) {

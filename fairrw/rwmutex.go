@@ -3,7 +3,7 @@ package fairrw
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -20,26 +20,55 @@ import (
 // safe for concurrent use, but two goroutines on one handle are one owner and
 // share its holds. Get handles from Client.RWMutex; do not copy them.
 //
+// Reentrancy lasts one tenure: from an acquire while the handle holds
+// nothing until it again holds nothing (every Lease unlocked or lost) with
+// no acquire in flight. Each new tenure writes under a new owner id (see
+// Owner), so a hold that Redis kept after its Lease ended (an unlock lost in
+// a failover, a lease lost locally while Redis still had it) is another
+// owner's to the handle: it is never re-entered, and blocks until its lease
+// runs out.
+//
 // Which waiter is admitted next is the Client's Policy.
 type RWMutex struct {
-	c       *Client
-	keys    lockKeys
-	err     error // the name's validation error, returned by every call
-	ownerID uint64
-	owner   string       // "<client UUID>:<owner id>"
-	reads   atomic.Int64 // read leases this handle holds, for the upgrade check
-	writes  atomic.Int64 // write leases this handle holds
+	c    *Client
+	keys lockKeys
+	err  error // the name's validation error, returned by every call
+
+	// mu guards the tenure (tenure.go): its owner and what stands on it.
+	// The counts decide whether a tenure has ended, so they change under
+	// the same lock as the owner is chosen.
+	mu        sync.Mutex
+	ownerID   uint64
+	owner     string // "<client UUID>:<owner id>"
+	reads     int64  // read leases this handle holds, for the upgrade check
+	writes    int64  // write leases this handle holds
+	acquiring int64  // acquires in flight: they may still be granted under owner
+	tenured   bool   // a tenure has begun under owner: the next needs a new one
 }
 
 // Name returns the lock name.
 func (m *RWMutex) Name() string { return m.keys.name }
 
-// OwnerID returns the handle's owner id, unique within its Client. On the
-// wire the owner is "<Client.ID()>:<OwnerID()>", as a Redisson thread.
-func (m *RWMutex) OwnerID() uint64 { return m.ownerID }
+// OwnerID returns the owner id of the handle's current tenure, unique within
+// its Client. On the wire the owner is "<Client.ID()>:<OwnerID()>", as a
+// Redisson thread. It changes when a new tenure begins (see Owner).
+func (m *RWMutex) OwnerID() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ownerID
+}
 
-// Owner returns the owner identity written to Redis: "<client UUID>:<owner id>".
-func (m *RWMutex) Owner() string { return m.owner }
+// Owner returns the owner identity written to Redis for the handle's current
+// tenure, "<client UUID>:<owner id>": the owner of its holds while it holds
+// or acquires anything, and of its last holds after that. It changes when a
+// new tenure begins: the first acquire after the handle held nothing and
+// acquired nothing draws a new owner id. Before its first acquire, a handle
+// has the id it was created with, which its first tenure uses.
+func (m *RWMutex) Owner() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owner
+}
 
 // Lock takes the write lock, waiting until it is granted or ctx is done. On
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing
@@ -109,6 +138,10 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if err != nil {
 		return nil, err
 	}
+	if cfg.owner, err = m.begin(mode); err != nil {
+		return nil, err
+	}
+	defer m.end() // runs after finish: a granted lease is counted by then
 	if err := m.c.enter(); err != nil {
 		return nil, err
 	}
@@ -149,11 +182,6 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	if !cfg.explicit {
 		cfg.lease = m.c.leaseTime
 	}
-	// A reader asking for the write would wait for itself forever. An owner
-	// that holds the write (and maybe reads under it) may take it again.
-	if mode == Write && m.reads.Load() > 0 && m.writes.Load() == 0 {
-		return cfg, fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.keys.name)
-	}
 	return cfg, nil
 }
 
@@ -164,7 +192,7 @@ func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got 
 		return nil, err
 	}
 	if m.c.isClosing() {
-		m.settle(ctx, mode, got.attempt)
+		m.settle(ctx, mode, cfg.owner, got.attempt)
 		return nil, ErrClosed
 	}
 	return newLease(ctx, m, mode, cfg, got), nil
@@ -175,7 +203,7 @@ func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got 
 // waits for its subscription, then retries on every wake-up, and in any case
 // no later than the PTTL that the last failed attempt returned.
 func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (attemptResult, error) {
-	w := m.c.waits.join(&m.keys, mode, m.owner)
+	w := m.c.waits.join(&m.keys, mode, cfg.owner)
 	defer m.c.waits.leave(w)
 	m.c.tel.waiting(mode, 1)
 	defer m.c.tel.waiting(mode, -1)
@@ -234,14 +262,5 @@ func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 		return time.Millisecond
 	default:
 		return pttl
-	}
-}
-
-// count tracks the leases this handle holds, by mode.
-func (m *RWMutex) count(mode Mode, delta int64) {
-	if mode == Read {
-		m.reads.Add(delta)
-	} else {
-		m.writes.Add(delta)
 	}
 }

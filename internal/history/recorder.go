@@ -55,9 +55,16 @@ func NewRecorder() *Recorder {
 // then on: its hold ends at its Unlock call (Release) or when its Done
 // closes, whichever comes first.
 func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, try bool, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
-	op := Op{Owner: m.Owner(), Lock: m.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
+	op := Op{Lock: m.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
 	l, err := locktest.Acquire(ctx, m, mode, !try, opts...)
 	op.Return = time.Now()
+	// An acquire on a handle that held nothing begins a new tenure under a
+	// new owner: a grant names its owner; for a failed acquire, the handle's
+	// owner after the call is the one it tried as.
+	op.Owner = m.Owner()
+	if l != nil {
+		op.Owner = l.Owner()
+	}
 	op.Outcome = acquireOutcome(err)
 	if r.CancelGivesBack && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		op.Outcome = Refused

@@ -143,6 +143,11 @@ func TestRecorderLostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-la.Done()
+	// The recorder sees Done close on a goroutine of its own: wait for its
+	// Lost op, so that the ops below come in the order the test checks.
+	for !hasKind(rec.Ops(), Lost) {
+		time.Sleep(time.Millisecond)
+	}
 	lb, err := rec.Acquire(ctx, b, fairrw.Write, false)
 	if err != nil {
 		t.Fatal(err)
@@ -198,4 +203,13 @@ func TestRecorderEnd(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func hasKind(ops []Op, k Kind) bool {
+	for _, op := range ops {
+		if op.Kind == k {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// TestGhostHoldIsNotReentered: an Unlock whose write Redis lost (a failover
+// promoted a replica that never got it) leaves a ghost hold under the
+// handle's old owner. The handle's next acquire starts a new tenure under a
+// new owner: it is not a re-entry of the ghost (no old token, no count left
+// behind), it waits for the ghost's lease like any other owner's, and its
+// Unlock leaves nothing.
+//
+// The lost unlock is simulated on one node: every key of the lock is saved
+// (DUMP, PTTL) while held, and restored after the Unlock.
+func TestGhostHoldIsNotReentered(t *testing.T) {
+	r := redistest.Start(t)
+	const lease = time.Second
+	for _, p := range policies {
+		for _, tc := range []struct {
+			ghost, next fairrw.Mode
+			waits       bool // whether the next acquire must wait for the ghost
+		}{
+			{fairrw.Write, fairrw.Write, true},
+			{fairrw.Write, fairrw.Read, true},
+			{fairrw.Read, fairrw.Write, true},
+			{fairrw.Read, fairrw.Read, false}, // reads share: granted, as another owner
+		} {
+			t.Run(p.String()+"/"+tc.ghost.String()+"-then-"+tc.next.String(), func(t *testing.T) {
+				t.Parallel()
+				env := newEnv(t, r, transports[0], p)
+				c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
+				n := "ghost:" + t.Name()
+				m := c.RWMutex(n)
+
+				first := mustLock(t, m, tc.ghost)
+				ghostOwner := m.Owner()
+				saved := dumpLock(t, env.Raw, n)
+				mustUnlock(t, first)
+				remaining := restoreLock(t, env.Raw, saved)
+
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				start := time.Now()
+				second, err := locktest.Acquire(ctx, m, tc.next, true)
+				waited := time.Since(start)
+				if err != nil {
+					t.Fatalf("%s after the ghost: %v", tc.next, err)
+				}
+				owner := m.Owner()
+				if tc.waits && waited < remaining*3/4 {
+					t.Fatalf("%s granted after %v, while the ghost's lease had %v left: a re-entry of the ghost", tc.next, waited, remaining)
+				}
+				if tc.next == fairrw.Write && second.Token() <= first.Token() {
+					t.Fatalf("token %d after the ghost's %d: want greater", second.Token(), first.Token())
+				}
+				if !tc.waits {
+					// Hold on (renewed) until the ghost's lease has run out: a
+					// re-entry would have renewed the ghost's count with it.
+					time.Sleep(remaining + lease/2)
+				}
+				mustUnlock(t, second)
+
+				// Nothing is left held: another handle gets the write at once.
+				other, err := locktest.Acquire(ctx, c.RWMutex(n), fairrw.Write, false)
+				if err != nil {
+					t.Fatalf("another handle's TryLock after the new tenure's Unlock: %v", err)
+				}
+				mustUnlock(t, other)
+				locktest.EventuallyNoKeys(t, env, n)
+				if owner == ghostOwner {
+					t.Fatalf("the new tenure kept the ghost's owner %q", ghostOwner)
+				}
+			})
+		}
+	}
+}
+
+// savedKey is one key of a lock as DUMP and PTTL saw it.
+type savedKey struct {
+	name, dump string
+	pttl       int64
+}
+
+// dumpLock saves every key of lock n but its fencing counter (which an
+// unlock does not change).
+func dumpLock(t *testing.T, raw rueidis.Client, n string) []savedKey {
+	t.Helper()
+	keys, err := raw.Do(testCtx(t), raw.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []savedKey
+	for _, k := range keys {
+		if !strings.Contains(k, n) || strings.HasPrefix(k, compat.FencePrefix+":") {
+			continue
+		}
+		dump, err := raw.Do(testCtx(t), raw.B().Dump().Key(k).Build()).ToString()
+		if err != nil {
+			t.Fatalf("DUMP %s: %v", k, err)
+		}
+		pttl, err := raw.Do(testCtx(t), raw.B().Pttl().Key(k).Build()).AsInt64()
+		if err != nil || pttl <= 0 {
+			t.Fatalf("PTTL %s = %d, %v; want a lease", k, pttl, err)
+		}
+		saved = append(saved, savedKey{k, dump, pttl})
+	}
+	if len(saved) == 0 {
+		t.Fatalf("no keys for %s", n)
+	}
+	return saved
+}
+
+// restoreLock puts the saved keys back with their PTTLs, as if the unlock
+// never happened, and returns the shortest of those PTTLs: the ghost's
+// lease left.
+func restoreLock(t *testing.T, raw rueidis.Client, saved []savedKey) time.Duration {
+	t.Helper()
+	shortest := int64(-1)
+	for _, k := range saved {
+		if err := raw.Do(testCtx(t), raw.B().Restore().Key(k.name).Ttl(k.pttl).SerializedValue(k.dump).Replace().Build()).Error(); err != nil {
+			t.Fatalf("RESTORE %s: %v", k.name, err)
+		}
+		if shortest < 0 || k.pttl < shortest {
+			shortest = k.pttl
+		}
+	}
+	return time.Duration(shortest) * time.Millisecond
+}
