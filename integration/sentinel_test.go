@@ -515,14 +515,13 @@ func startSentinelLoad(t *testing.T, clients []*fairrw.Client) *sentinelLoad {
 }
 
 func (l *sentinelLoad) work(ctx context.Context, c *fairrw.Client, i int) {
+	// One handle for the whole run. An Unlock that the old primary
+	// confirmed after the promotion is lost: the new primary still has that
+	// hold. The handle's next acquire begins a new tenure under a new owner
+	// id, so it waits for that ghost's lease instead of re-entering it with
+	// the old tenure's fencing token (which CheckFencing would report).
+	m := c.RWMutex(loadName)
 	for n := 0; ctx.Err() == nil; n++ {
-		// A new owner every time. An Unlock that the old primary
-		// confirmed after the promotion is lost: the new primary still
-		// has that hold, and would take the same owner's next acquire
-		// as reentrant on it, with the old tenure's fencing token, which
-		// CheckFencing rightly reports (a known problem, not what this
-		// load is about).
-		m := c.RWMutex(loadName)
 		mode := fairrw.Read
 		if (i+n)%3 == 0 {
 			mode = fairrw.Write
