@@ -22,14 +22,7 @@ import (
 // newClusterClient returns a Client on the cluster over tr, closed at cleanup.
 func newClusterClient(t testing.TB, c *redistest.Cluster, tr transport, opts ...fairrw.Option) *fairrw.Client {
 	t.Helper()
-	opt := c.ClientOption()
-	tr.mutate(&opt)
-	fc, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fc.Close() })
-	return fc
+	return newClientOn(t, c.ClientOption(), tr, opts...)
 }
 
 // clusterEnv is the behavioural suite's environment on a cluster: keys are

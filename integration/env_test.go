@@ -39,7 +39,14 @@ func newEnv(t *testing.T, r *redistest.Redis, tr transport, policy fairrw.Policy
 
 func newClient(t testing.TB, r *redistest.Redis, tr transport, opts ...fairrw.Option) *fairrw.Client {
 	t.Helper()
-	opt := r.ClientOption()
+	return newClientOn(t, r.ClientOption(), tr, opts...)
+}
+
+// newClientOn returns a Client built from base (one server, a cluster's
+// seeds, a sentinel) over tr, closed at cleanup.
+func newClientOn(t testing.TB, base rueidis.ClientOption, tr transport, opts ...fairrw.Option) *fairrw.Client {
+	t.Helper()
+	opt := base
 	tr.mutate(&opt)
 	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
 	if err != nil {

@@ -47,14 +47,7 @@ const (
 // sentinel (rueidis's Sentinel mode) over tr, closed at cleanup.
 func newSentinelClient(t testing.TB, s *redistest.Sentinel, tr transport, opts ...fairrw.Option) *fairrw.Client {
 	t.Helper()
-	opt := s.ClientOption()
-	tr.mutate(&opt)
-	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return newClientOn(t, s.ClientOption(), tr, opts...)
 }
 
 // TestSentinelBehaviour runs the behavioural suite for every policy over

@@ -21,8 +21,6 @@ const (
 	commandTimeout = 5 * time.Second
 	// pairTimeout bounds StartPair's wait for the replication link.
 	pairTimeout = 15 * time.Second
-	// pollInterval is how often INFO is read while waiting for replication.
-	pollInterval = 10 * time.Millisecond
 )
 
 // ScriptFlush empties the script cache of the Redis at addr (SCRIPT FLUSH),
@@ -121,41 +119,11 @@ func (p *Pair) WaitSynced(ctx context.Context) error {
 	return nil
 }
 
-// waitInfo reads INFO replication from r until done accepts it or ctx ends.
-// It uses one rueidis client (redisnet reads only a reply's first line) and
-// closes it before returning.
+// waitInfo reads INFO replication from r until done accepts it or ctx ends
+// (redisnet reads only a reply's first line, so this takes a rueidis client).
 func waitInfo(ctx context.Context, r *redistest.Redis, done func(info string) bool) error {
-	opt := r.ClientOption()
-	opt.DisableCache = true
-	var (
-		c       rueidis.Client
-		lastErr error
-	)
-	defer func() {
-		if c != nil {
-			c.Close()
-		}
-	}()
-	for {
-		if c == nil {
-			if c, lastErr = rueidis.NewClient(opt); lastErr != nil {
-				c = nil
-			}
-		}
-		if c != nil {
-			var info string
-			info, lastErr = c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
-			if lastErr == nil && done(info) {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-			}
-			return ctx.Err()
-		case <-time.After(pollInterval):
-		}
-	}
+	return redistest.Poll(ctx, r.Addr, func(c rueidis.Client) (bool, error) {
+		info, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
+		return err == nil && done(info), err
+	})
 }

@@ -40,8 +40,6 @@ const (
 	// primary's death to the replica's promotion (about 1s for a requested
 	// failover, sentinelDownAfter plus that after a kill, on an idle machine).
 	sentinelFailoverWait = time.Minute
-	// sentinelPoll is how often the sentinel and the servers are asked.
-	sentinelPoll = 20 * time.Millisecond
 )
 
 // Sentinel is a primary, a replica of it, and one redis-sentinel process
@@ -205,7 +203,7 @@ func (s *Sentinel) Failover(tb testing.TB) *Redis {
 	// the failover may have started (-INPROG), and a second one would fail
 	// back.
 	var reply error
-	err := poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
+	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		reply = c.Do(ctx, c.B().SentinelFailover().Master(s.MasterSet).Build()).Error()
 		if _, ok := rueidis.IsRedisErr(reply); ok {
 			return true, nil
@@ -230,13 +228,13 @@ func (s *Sentinel) AwaitFailover(tb testing.TB) *Redis {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelFailoverWait)
 	defer cancel()
 	var named string
-	err := poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
+	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		var err error
 		named, err = s.masterAddr(ctx, c)
 		return err == nil && named == s.Replica.Addr, err
 	})
 	if err == nil {
-		err = poll(ctx, s.Replica.Addr, func(c rueidis.Client) (bool, error) {
+		err = Poll(ctx, s.Replica.Addr, func(c rueidis.Client) (bool, error) {
 			role, err := c.Do(ctx, c.B().Role().Build()).ToArray()
 			return err == nil && roleIs(role, "master"), err
 		})
@@ -286,7 +284,7 @@ func (s *Sentinel) AttachReplica(tb testing.TB) {
 // waitLinkUp waits until replica reports master_link_status:up, that is,
 // until its sync with its primary is done.
 func waitLinkUp(ctx context.Context, replica *Redis) error {
-	return poll(ctx, replica.Addr, func(c rueidis.Client) (bool, error) {
+	return Poll(ctx, replica.Addr, func(c rueidis.Client) (bool, error) {
 		info, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
 		return err == nil && redisinfo.Field(info, "master_link_status") == "up", err
 	})
@@ -299,7 +297,7 @@ func (s *Sentinel) CurrentPrimary(tb testing.TB) *Redis {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelFailoverWait)
 	defer cancel()
 	var addr string
-	err := poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
+	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		var err error
 		addr, err = s.masterAddr(ctx, c)
 		return err == nil, err
@@ -334,7 +332,7 @@ func (s *Sentinel) masterAddr(ctx context.Context, c rueidis.Client) (string, er
 // failover can then promote it at once.
 func (s *Sentinel) waitReady(ctx context.Context) error {
 	var last string
-	err := poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
+	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		if addr, err := s.masterAddr(ctx, c); err != nil || addr != s.Primary.Addr {
 			last = fmt.Sprintf("primary %q", addr)
 			return false, err
@@ -370,42 +368,4 @@ func roleIs(reply []rueidis.RedisMessage, role string) bool {
 	}
 	got, err := reply[0].ToString()
 	return err == nil && got == role
-}
-
-// poll calls check with a client of addr every sentinelPoll until it reports
-// done or ctx ends; an error (also from dialling) is retried, and reported
-// with ctx's if it was the last. The client (RESP3, no client-side caching,
-// which a sentinel lacks) is closed before poll returns.
-func poll(ctx context.Context, addr string, check func(rueidis.Client) (bool, error)) error {
-	var (
-		c       rueidis.Client
-		lastErr error
-	)
-	defer func() {
-		if c != nil {
-			c.Close()
-		}
-	}()
-	for {
-		if c == nil {
-			c, lastErr = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-			if lastErr != nil {
-				c = nil
-			}
-		}
-		if c != nil {
-			var done bool
-			if done, lastErr = check(c); done && lastErr == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-			}
-			return ctx.Err()
-		case <-time.After(sentinelPoll):
-		}
-	}
 }
