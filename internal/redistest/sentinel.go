@@ -110,26 +110,9 @@ func lookRedisSentinel() (string, error) { return exec.LookPath("redis-sentinel"
 // waited for at cleanup.
 func startSentinelProcess(tb testing.TB, bin, masterSet, primaryAddr string) *Redis {
 	tb.Helper()
-	dir := tb.TempDir()
-	r := &Redis{Kind: KindProcess, bin: bin, dir: dir, logPath: filepath.Join(dir, "redis-sentinel.log")}
-	tb.Cleanup(func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if err := r.killLocked(); err != nil {
-			tb.Errorf("redistest: cleanup: %v", err)
-		}
-	})
 	host, port, _ := net.SplitHostPort(primaryAddr)
-	conf := filepath.Join(dir, "sentinel.conf")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var err error
-	for attempt := 1; attempt <= portAttempts; attempt++ {
-		var p int
-		if p, err = redisnet.FreePort(); err != nil {
-			tb.Fatalf("redistest: pick a free port: %v", err)
-		}
-		r.Addr = "127.0.0.1:" + strconv.Itoa(p)
+	return launch(tb, bin, "redis-sentinel.log", func(dir string, p int) ([]string, error) {
+		conf := filepath.Join(dir, "sentinel.conf")
 		text := strings.Join([]string{
 			"port " + strconv.Itoa(p),
 			"bind 127.0.0.1",
@@ -138,20 +121,11 @@ func startSentinelProcess(tb testing.TB, bin, masterSet, primaryAddr string) *Re
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", masterSet, sentinelDownAfter),
 			fmt.Sprintf("sentinel failover-timeout %s %d", masterSet, sentinelFailoverTimeout),
 		}, "\n") + "\n"
-		if err = os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			tb.Fatalf("redistest: write %s: %v", conf, err)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", conf, err)
 		}
-		r.args = []string{conf}
-		if err = r.startLocked(); err == nil {
-			return r
-		}
-		// As in startProcess: only a port taken meanwhile is worth another try.
-		if !strings.Contains(err.Error(), "Address already in use") {
-			break
-		}
-	}
-	tb.Fatalf("redistest: %v", err)
-	return nil
+		return []string{conf}, nil
+	})
 }
 
 // ClientOption returns a ClientOption that reaches the primary through the

@@ -92,12 +92,30 @@ func lookRedisServer() (string, error) { return exec.LookPath("redis-server") }
 
 func startProcess(tb testing.TB, bin string, extraArgs []string) *Redis {
 	tb.Helper()
+	return launch(tb, bin, "redis-server.log", func(dir string, port int) ([]string, error) {
+		return append([]string{
+			"--port", strconv.Itoa(port),
+			"--bind", "127.0.0.1",
+			"--save", "",
+			"--appendonly", "no",
+			"--dir", dir,
+		}, extraArgs...), nil
+	})
+}
+
+// launch starts bin (redis-server or redis-sentinel) on a free loopback
+// port, with the arguments argsFor gives for its temporary directory and
+// that port, and waits until it answers PING. It tries another port when the
+// one picked was taken meanwhile. Its output goes to logName in the same
+// directory. The process is killed and waited for at cleanup.
+func launch(tb testing.TB, bin, logName string, argsFor func(dir string, port int) ([]string, error)) *Redis {
+	tb.Helper()
 	dir := tb.TempDir()
 	r := &Redis{
 		Kind:    KindProcess,
 		bin:     bin,
 		dir:     dir,
-		logPath: filepath.Join(dir, "redis-server.log"),
+		logPath: filepath.Join(dir, logName),
 	}
 	// Registered before the first start so that a failing test or a Fatal
 	// below still gets the process killed.
@@ -118,17 +136,13 @@ func startProcess(tb testing.TB, bin string, extraArgs []string) *Redis {
 			tb.Fatalf("redistest: pick a free port: %v", err)
 		}
 		r.Addr = "127.0.0.1:" + strconv.Itoa(port)
-		r.args = append([]string{
-			"--port", strconv.Itoa(port),
-			"--bind", "127.0.0.1",
-			"--save", "",
-			"--appendonly", "no",
-			"--dir", dir,
-		}, extraArgs...)
+		if r.args, err = argsFor(dir, port); err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
 		if err = r.startLocked(); err == nil {
 			return r
 		}
-		// Another test may have taken the port between freePort and the
+		// Another test may have taken the port between FreePort and the
 		// bind; anything else is fatal at once.
 		if !strings.Contains(err.Error(), "Address already in use") {
 			break
