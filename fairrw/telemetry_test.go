@@ -511,252 +511,224 @@ func withCause(mode fairrw.Mode, p fairrw.Policy, cause string) string {
 // then its Unlock under another: their two spans, and the metrics while
 // held and after.
 func TestTelemetryLockGranted(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p)
-			const name = "orders:42"
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "orders:42"
 
-			ctx, request := e.appSpan("request")
-			l, err := c.RWMutex(name).Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lock := e.only(t, "fairrw.Lock")
-			assertSpan(t, lock, spanWant{
-				kind:   trace.SpanKindClient,
-				parent: request.SpanContext(),
-				attrs: append(acquireAttrs(name, fairrw.Write, p),
-					keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token()))),
-				present: []attribute.Key{keyWait}, // and no woken_by: it did not wait
-			})
-			if w := spanFloat(t, lock, keyWait); w <= 0 || w > lock.EndTime().Sub(lock.StartTime()).Seconds() {
-				t.Errorf("acquire.wait %v s, the span lasted %v", w, lock.EndTime().Sub(lock.StartTime()))
-			}
-
-			held := e.collect(t)
-			wantPoints(t, mHolds, sums(t, held, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 1})
-			wantPoints(t, mHold, histCounts(t, held, mHold), nil)
-
-			uctx, release := e.app.Start(ctx, "release")
-			if err := l.Unlock(uctx); err != nil {
-				t.Fatal(err)
-			}
-			release.End()
-			request.End()
-
-			unlock := e.only(t, "fairrw.Unlock")
-			assertSpan(t, unlock, spanWant{
-				kind:    trace.SpanKindClient,
-				parent:  release.SpanContext(),
-				links:   []trace.SpanContext{lock.SpanContext()},
-				attrs:   acquireAttrs(name, fairrw.Write, p),
-				present: []attribute.Key{keyHeld},
-			})
-			if h := spanFloat(t, unlock, keyHeld); h < 0 {
-				t.Errorf("lease.held %v s", h)
-			}
-			if got, want := e.spanNames(), []string{"fairrw.Lock", "fairrw.Unlock", "release", "request"}; !slices.Equal(got, want) {
-				t.Errorf("spans %q, want %q", got, want)
-			}
-
-			rm := e.collect(t)
-			wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "granted"): 1})
-			wantPoints(t, mHold, histCounts(t, rm, mHold), map[string]uint64{modePolicy(fairrw.Write, p): 1})
-			wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0})
-			wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil) // nothing ever waited
-			wantPoints(t, mLost, sums(t, rm, mLost), nil)
-			wantPoints(t, mRenewals, sums(t, rm, mRenewals), nil) // a 30s lease: no round yet
-			e.logs.assertNone(t)
+		ctx, request := e.appSpan("request")
+		l, err := c.RWMutex(name).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock := e.only(t, "fairrw.Lock")
+		assertSpan(t, lock, spanWant{
+			kind:   trace.SpanKindClient,
+			parent: request.SpanContext(),
+			attrs: append(acquireAttrs(name, fairrw.Write, p),
+				keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token()))),
+			present: []attribute.Key{keyWait}, // and no woken_by: it did not wait
 		})
-	}
+		if w := spanFloat(t, lock, keyWait); w <= 0 || w > lock.EndTime().Sub(lock.StartTime()).Seconds() {
+			t.Errorf("acquire.wait %v s, the span lasted %v", w, lock.EndTime().Sub(lock.StartTime()))
+		}
+
+		held := e.collect(t)
+		wantPoints(t, mHolds, sums(t, held, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 1})
+		wantPoints(t, mHold, histCounts(t, held, mHold), nil)
+
+		uctx, release := e.app.Start(ctx, "release")
+		if err := l.Unlock(uctx); err != nil {
+			t.Fatal(err)
+		}
+		release.End()
+		request.End()
+
+		unlock := e.only(t, "fairrw.Unlock")
+		assertSpan(t, unlock, spanWant{
+			kind:    trace.SpanKindClient,
+			parent:  release.SpanContext(),
+			links:   []trace.SpanContext{lock.SpanContext()},
+			attrs:   acquireAttrs(name, fairrw.Write, p),
+			present: []attribute.Key{keyHeld},
+		})
+		if h := spanFloat(t, unlock, keyHeld); h < 0 {
+			t.Errorf("lease.held %v s", h)
+		}
+		if got, want := e.spanNames(), []string{"fairrw.Lock", "fairrw.Unlock", "release", "request"}; !slices.Equal(got, want) {
+			t.Errorf("spans %q, want %q", got, want)
+		}
+
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "granted"): 1})
+		wantPoints(t, mHold, histCounts(t, rm, mHold), map[string]uint64{modePolicy(fairrw.Write, p): 1})
+		wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0})
+		wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil) // nothing ever waited
+		wantPoints(t, mLost, sums(t, rm, mLost), nil)
+		wantPoints(t, mRenewals, sums(t, rm, mRenewals), nil) // a 30s lease: no round yet
+		e.logs.assertNone(t)
+	})
 }
 
 // TestTelemetryLockAfterWait: an RLock that waits for a writer and is
 // woken: its span names the wake-up, and fairrw.waiters counts it while it
 // waits.
 func TestTelemetryLockAfterWait(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p)
-			const name = "catalog"
-			holder, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "catalog"
+		holder, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 
-			ctx, request := e.appSpan("request")
-			type result struct {
-				l   *fairrw.Lease
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				l, err := c.RWMutex(name).RLock(ctx)
-				got <- result{l, err}
-			}()
-			eventually(t, "waiting", func() bool {
-				return sums(t, e.collect(t), mWaiters)[modePolicy(fairrw.Read, p)] == 1
-			})
-			if err := holder.Unlock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			r := <-got
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			request.End()
-
-			span := e.only(t, "fairrw.RLock")
-			want := spanWant{
-				kind:    trace.SpanKindClient,
-				parent:  request.SpanContext(),
-				attrs:   append(acquireAttrs(name, fairrw.Read, p), keyOutcome.String("granted"), keyToken.Int64(int64(r.l.Token()))),
-				present: []attribute.Key{keyAttempts, keyWait},
-			}
-			// Usually "pubsub"; "" only if its attempt after subscribing
-			// came after the release.
-			if w := r.l.WokenBy(); w != "" {
-				want.attrs = append(want.attrs, keyWokenBy.String(w))
-			}
-			assertSpan(t, span, want)
-			if n := spanInt(t, span, keyAttempts); n < 2 {
-				t.Errorf("acquire.attempts %d, want at least 2", n)
-			}
-
-			rm := e.collect(t)
-			wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "granted"): 1})
-			wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Read, p): 0})
-			wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Read, p): 1})
-			if err := r.l.Unlock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			e.logs.assertNone(t)
+		ctx, request := e.appSpan("request")
+		type result struct {
+			l   *fairrw.Lease
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			l, err := c.RWMutex(name).RLock(ctx)
+			got <- result{l, err}
+		}()
+		eventually(t, "waiting", func() bool {
+			return sums(t, e.collect(t), mWaiters)[modePolicy(fairrw.Read, p)] == 1
 		})
-	}
+		if err := holder.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		request.End()
+
+		span := e.only(t, "fairrw.RLock")
+		want := spanWant{
+			kind:    trace.SpanKindClient,
+			parent:  request.SpanContext(),
+			attrs:   append(acquireAttrs(name, fairrw.Read, p), keyOutcome.String("granted"), keyToken.Int64(int64(r.l.Token()))),
+			present: []attribute.Key{keyAttempts, keyWait},
+		}
+		// Usually "pubsub"; "" only if its attempt after subscribing
+		// came after the release.
+		if w := r.l.WokenBy(); w != "" {
+			want.attrs = append(want.attrs, keyWokenBy.String(w))
+		}
+		assertSpan(t, span, want)
+		if n := spanInt(t, span, keyAttempts); n < 2 {
+			t.Errorf("acquire.attempts %d, want at least 2", n)
+		}
+
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "granted"): 1})
+		wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Read, p): 0})
+		wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Read, p): 1})
+		if err := r.l.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.logs.assertNone(t)
+	})
 }
 
 // TestTelemetryLockCancelled: a Lock whose ctx times out while another
 // owner holds the lock.
 func TestTelemetryLockCancelled(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p)
-			const name = "invoice:7"
-			holder, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Unlock(context.Background())
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "invoice:7"
+		e.holdElsewhere(t, p, name)
 
-			ctx, request := e.appSpan("request")
-			const timeout = 500 * time.Millisecond
-			got := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				_, err := c.RWMutex(name).Lock(ctx)
-				got <- err
-			}()
-			// While it waits (polling ends early if Lock returns first).
-			seen := false
-			eventually(t, "waiting", func() bool {
-				seen = sums(t, e.collect(t), mWaiters)[modePolicy(fairrw.Write, p)] == 1
-				return seen || len(got) > 0
-			})
-			if !seen {
-				t.Fatalf("Lock returned before it was seen waiting: %v", <-got)
-			}
-			if err := <-got; !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Lock: %v, want DeadlineExceeded", err)
-			}
-			request.End()
-
-			span := e.only(t, "fairrw.Lock")
-			assertSpan(t, span, spanWant{
-				kind:    trace.SpanKindClient,
-				parent:  request.SpanContext(),
-				status:  codes.Error,
-				events:  []string{"exception"},
-				attrs:   append(acquireAttrs(name, fairrw.Write, p), keyOutcome.String("cancelled")),
-				present: []attribute.Key{keyAttempts, keyWait}, // no woken_by, no token
-			})
-			if n := spanInt(t, span, keyAttempts); n < 2 {
-				t.Errorf("acquire.attempts %d, want at least 2 (one before the wait, one after subscribing)", n)
-			}
-			if w := spanFloat(t, span, keyWait); w < timeout.Seconds() {
-				t.Errorf("acquire.wait %v s, want at least the %v timeout", w, timeout)
-			}
-			if msg := exceptionMessage(span); !strings.Contains(msg, context.DeadlineExceeded.Error()) {
-				t.Errorf("exception.message %q", msg)
-			}
-
-			rm := e.collect(t)
-			wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled"): 1})
-			wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Write, p): 0})
-			wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
-			e.logs.assertNone(t) // a cancelled wait is the caller's doing
+		ctx, request := e.appSpan("request")
+		const timeout = 500 * time.Millisecond
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			_, err := c.RWMutex(name).Lock(ctx)
+			got <- err
+		}()
+		// While it waits (polling ends early if Lock returns first).
+		seen := false
+		eventually(t, "waiting", func() bool {
+			seen = sums(t, e.collect(t), mWaiters)[modePolicy(fairrw.Write, p)] == 1
+			return seen || len(got) > 0
 		})
-	}
+		if !seen {
+			t.Fatalf("Lock returned before it was seen waiting: %v", <-got)
+		}
+		if err := <-got; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock: %v, want DeadlineExceeded", err)
+		}
+		request.End()
+
+		span := e.only(t, "fairrw.Lock")
+		assertSpan(t, span, spanWant{
+			kind:    trace.SpanKindClient,
+			parent:  request.SpanContext(),
+			status:  codes.Error,
+			events:  []string{"exception"},
+			attrs:   append(acquireAttrs(name, fairrw.Write, p), keyOutcome.String("cancelled")),
+			present: []attribute.Key{keyAttempts, keyWait}, // no woken_by, no token
+		})
+		if n := spanInt(t, span, keyAttempts); n < 2 {
+			t.Errorf("acquire.attempts %d, want at least 2 (one before the wait, one after subscribing)", n)
+		}
+		if w := spanFloat(t, span, keyWait); w < timeout.Seconds() {
+			t.Errorf("acquire.wait %v s, want at least the %v timeout", w, timeout)
+		}
+		if msg := exceptionMessage(span); !strings.Contains(msg, context.DeadlineExceeded.Error()) {
+			t.Errorf("exception.message %q", msg)
+		}
+
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled"): 1})
+		wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Write, p): 0})
+		wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
+		e.logs.assertNone(t) // a cancelled wait is the caller's doing
+	})
 }
 
 // TestTelemetryTryLockNotAcquired: TryLock and TryRLock on a lock another
 // owner holds: not an error, not logged.
 func TestTelemetryTryLockNotAcquired(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p)
-			const name = "report"
-			holder, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Unlock(context.Background())
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "report"
+		e.holdElsewhere(t, p, name)
 
-			ctx, request := e.appSpan("request")
-			if _, err := c.RWMutex(name).TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
-				t.Fatalf("TryLock: %v, want ErrNotAcquired", err)
-			}
-			if _, err := c.RWMutex(name).TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
-				t.Fatalf("TryRLock: %v, want ErrNotAcquired", err)
-			}
-			request.End()
+		ctx, request := e.appSpan("request")
+		if _, err := c.RWMutex(name).TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Fatalf("TryLock: %v, want ErrNotAcquired", err)
+		}
+		if _, err := c.RWMutex(name).TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Fatalf("TryRLock: %v, want ErrNotAcquired", err)
+		}
+		request.End()
 
-			for op, mode := range map[string]fairrw.Mode{"fairrw.TryLock": fairrw.Write, "fairrw.TryRLock": fairrw.Read} {
-				assertSpan(t, e.only(t, op), spanWant{
-					kind:    trace.SpanKindClient,
-					parent:  request.SpanContext(),
-					attrs:   append(acquireAttrs(name, mode, p), keyOutcome.String("not_acquired"), keyAttempts.Int(1)),
-					present: []attribute.Key{keyWait},
-				})
-			}
-			if got, want := e.spanNames(), []string{"fairrw.TryLock", "fairrw.TryRLock", "request"}; !slices.Equal(got, want) {
-				t.Errorf("spans %q, want %q", got, want)
-			}
-
-			rm := e.collect(t)
-			wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{
-				withOutcome(fairrw.Write, p, "not_acquired"): 1,
-				withOutcome(fairrw.Read, p, "not_acquired"):  1,
+		for op, mode := range map[string]fairrw.Mode{"fairrw.TryLock": fairrw.Write, "fairrw.TryRLock": fairrw.Read} {
+			assertSpan(t, e.only(t, op), spanWant{
+				kind:    trace.SpanKindClient,
+				parent:  request.SpanContext(),
+				attrs:   append(acquireAttrs(name, mode, p), keyOutcome.String("not_acquired"), keyAttempts.Int(1)),
+				present: []attribute.Key{keyWait},
 			})
-			wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil)
-			wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
-			e.logs.assertNone(t)
+		}
+		if got, want := e.spanNames(), []string{"fairrw.TryLock", "fairrw.TryRLock", "request"}; !slices.Equal(got, want) {
+			t.Errorf("spans %q, want %q", got, want)
+		}
+
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{
+			withOutcome(fairrw.Write, p, "not_acquired"): 1,
+			withOutcome(fairrw.Read, p, "not_acquired"):  1,
 		})
-	}
+		wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil)
+		wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
+		e.logs.assertNone(t)
+	})
 }
 
 // TestTelemetryAcquireError: an acquire that fails (an invalid name) is an
@@ -822,71 +794,61 @@ func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanCo
 
 // TestTelemetryLeaseExpired: a WithLease lease never unlocked runs out.
 func TestTelemetryLeaseExpired(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p)
-			ctx, request := e.appSpan("request")
-			l, err := c.RWMutex("batch").Lock(ctx, fairrw.WithLease(200*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			request.End()
-			awaitDone(t, l)
-			e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "expired", slog.LevelError)
-			wantPoints(t, mRenewals, sums(t, e.collect(t), mRenewals), nil) // never renewed
-		})
-	}
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		ctx, request := e.appSpan("request")
+		l, err := c.RWMutex("batch").Lock(ctx, fairrw.WithLease(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		request.End()
+		awaitDone(t, l)
+		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "expired", slog.LevelError)
+		wantPoints(t, mRenewals, sums(t, e.collect(t), mRenewals), nil) // never renewed
+	})
 }
 
 // TestTelemetryLeaseGone: Redis loses a watchdog lease's hold behind its
 // back; the next renewal round finds it gone.
 func TestTelemetryLeaseGone(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond)) // a round every 100ms
-			l, err := c.RWMutex("ledger").Lock(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.srv.FlushAll()
-			awaitDone(t, l)
-			e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "gone", slog.LevelError)
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond)) // a round every 100ms
+		l, err := c.RWMutex("ledger").Lock(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.srv.FlushAll()
+		awaitDone(t, l)
+		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "gone", slog.LevelError)
 
-			// The round that found it gone ends after the loss; no round
-			// follows it, since the Client holds nothing any more.
-			lost := e.only(t, "fairrw.lease.lost")
-			var last sdktrace.ReadOnlySpan
-			eventually(t, "the last round ended", func() bool {
-				rounds := e.ended("fairrw.renew")
-				if len(rounds) == 0 {
-					return false
-				}
-				last = rounds[len(rounds)-1]
-				return !last.EndTime().Before(lost.EndTime())
-			})
-			assertSpan(t, last, spanWant{
-				kind: trace.SpanKindInternal,
-				attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
-					keyRenewLeases.Int(0), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
-			})
-			// fairrw.renewals counts the leases every round renewed.
-			renewed := int64(0)
-			for _, s := range e.ended("fairrw.renew") {
-				renewed += spanInt(t, s, keyRenewLeases)
+		// The round that found it gone ends after the loss; no round
+		// follows it, since the Client holds nothing any more.
+		lost := e.only(t, "fairrw.lease.lost")
+		var last sdktrace.ReadOnlySpan
+		eventually(t, "the last round ended", func() bool {
+			rounds := e.ended("fairrw.renew")
+			if len(rounds) == 0 {
+				return false
 			}
-			rm := e.collect(t)
-			if got := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; got != renewed {
-				t.Errorf("%s %d, the rounds' spans renewed %d", mRenewals, got, renewed)
-			}
-			wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
+			last = rounds[len(rounds)-1]
+			return !last.EndTime().Before(lost.EndTime())
 		})
-	}
+		assertSpan(t, last, spanWant{
+			kind: trace.SpanKindInternal,
+			attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
+				keyRenewLeases.Int(0), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
+		})
+		// fairrw.renewals counts the leases every round renewed.
+		renewed := int64(0)
+		for _, s := range e.ended("fairrw.renew") {
+			renewed += spanInt(t, s, keyRenewLeases)
+		}
+		rm := e.collect(t)
+		if got := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; got != renewed {
+			t.Errorf("%s %d, the rounds' spans renewed %d", mRenewals, got, renewed)
+		}
+		wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
+	})
 }
 
 // TestTelemetryLeaseClosed: Close ends a lease still held; that is logged
@@ -912,41 +874,36 @@ func TestTelemetryLeaseClosed(t *testing.T) {
 // TestTelemetryRenewal: a watchdog round is a root span of its own, and
 // counted.
 func TestTelemetryRenewal(t *testing.T) {
-	t.Parallel()
-	for _, p := range allPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			e := newOtelEnv(t)
-			c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond))
-			ctx, request := e.appSpan("request")
-			l, err := c.RWMutex("job").Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond))
+		ctx, request := e.appSpan("request")
+		l, err := c.RWMutex("job").Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		request.End()
+		eventually(t, "renewed", func() bool { return len(e.ended("fairrw.renew")) > 0 })
+		rm := e.collect(t) // while held, before any Unlock can race a round
+		lock := e.only(t, "fairrw.Lock")
+		for _, round := range e.ended("fairrw.renew") {
+			assertSpan(t, round, spanWant{
+				kind: trace.SpanKindInternal,
+				attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
+					keyRenewLeases.Int(1), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
+			})
+			if round.SpanContext().TraceID() == lock.SpanContext().TraceID() {
+				t.Errorf("the round is in the acquire's trace")
 			}
-			request.End()
-			eventually(t, "renewed", func() bool { return len(e.ended("fairrw.renew")) > 0 })
-			rm := e.collect(t) // while held, before any Unlock can race a round
-			lock := e.only(t, "fairrw.Lock")
-			for _, round := range e.ended("fairrw.renew") {
-				assertSpan(t, round, spanWant{
-					kind: trace.SpanKindInternal,
-					attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
-						keyRenewLeases.Int(1), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
-				})
-				if round.SpanContext().TraceID() == lock.SpanContext().TraceID() {
-					t.Errorf("the round is in the acquire's trace")
-				}
-			}
-			if n := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; n < 1 {
-				t.Errorf("%s %d, want at least 1", mRenewals, n)
-			}
-			wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
-			wantPoints(t, mLost, sums(t, rm, mLost), nil)
-			if err := l.Unlock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		}
+		if n := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; n < 1 {
+			t.Errorf("%s %d, want at least 1", mRenewals, n)
+		}
+		wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
+		wantPoints(t, mLost, sums(t, rm, mLost), nil)
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestTelemetryDefaultProviders: without WithTracerProvider and
@@ -993,4 +950,27 @@ func TestTelemetryNilOptions(t *testing.T) {
 			t.Errorf("New: %v, want ErrInvalidOption", err)
 		}
 	}
+}
+
+// perPolicy runs f for every policy as parallel subtests, each with an
+// environment of its own.
+func perPolicy(t *testing.T, f func(t *testing.T, e *otelEnv, p fairrw.Policy)) {
+	t.Parallel()
+	for _, p := range allPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			f(t, newOtelEnv(t), p)
+		})
+	}
+}
+
+// holdElsewhere has an owner of another, untraced Client take the write on
+// name until the test ends.
+func (e *otelEnv) holdElsewhere(t *testing.T, p fairrw.Policy, name string) {
+	t.Helper()
+	holder, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Unlock(context.Background()) })
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
 )
@@ -122,30 +122,6 @@ func (f *clusterFault) redirects(t *testing.T) int {
 	return n
 }
 
-// describe shows keys with their type, PTTL and contents, for a failure.
-func (f *clusterFault) describe(t *testing.T, keys []string) string {
-	raw := f.c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
-	ctx := testCtx(t)
-	var b strings.Builder
-	for _, k := range keys {
-		typ, _ := raw.Do(ctx, raw.B().Type().Key(k).Build()).ToString()
-		pttl, _ := raw.Do(ctx, raw.B().Pttl().Key(k).Build()).AsInt64()
-		var v any
-		switch typ {
-		case "hash":
-			v, _ = raw.Do(ctx, raw.B().Hgetall().Key(k).Build()).AsStrMap()
-		case "zset":
-			v, _ = raw.Do(ctx, raw.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).ToAny()
-		case "list":
-			v, _ = raw.Do(ctx, raw.B().Lrange().Key(k).Start(0).Stop(-1).Build()).AsStrSlice()
-		default:
-			v, _ = raw.Do(ctx, raw.B().Get().Key(k).Build()).ToString()
-		}
-		fmt.Fprintf(&b, "\n  %s (%s, pttl %d): %v", k, typ, pttl, v)
-	}
-	return b.String()
-}
-
 // subscribedInShard waits until a node of the shard that owns the victim's
 // slot now has a sharded subscription to the victim's channel. After a
 // migration that is the new owner: the source dropped the subscription when
@@ -178,27 +154,14 @@ func (f *clusterFault) subscribedInShard(t *testing.T) {
 	}
 }
 
-// noStuckHolds checks that no lock is held any more: every lock hash and
-// timeout key is gone (fence counters and unlock latches may remain).
-func (f *clusterFault) noStuckHolds(t *testing.T) {
+// noStuckHolds checks that no lock of the test is held any more: no key of
+// the victim, the load's locks or extra is left but fence counters
+// (locktest.EventuallyNoKeys, listing keys on every primary).
+func (f *clusterFault) noStuckHolds(t *testing.T, extra ...string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var held []string
-		for _, k := range f.c.Keys(t) {
-			if strings.HasPrefix(k, compat.FencePrefix+":") || strings.HasPrefix(k, compat.AttemptLatchPrefix+":") ||
-				strings.HasPrefix(k, compat.UnlockLatchPrefix+":") {
-				continue
-			}
-			held = append(held, k)
-		}
-		if len(held) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("holds left behind:%s", f.describe(t, held))
-		}
-		time.Sleep(50 * time.Millisecond)
+	env := locktest.Env{Raw: f.c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }), Keys: f.c.Keys}
+	for _, name := range append(append([]string{f.victim}, f.loadNames...), extra...) {
+		locktest.EventuallyNoKeys(t, env, name)
 	}
 }
 
@@ -349,7 +312,7 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			if x.grants < 50 {
 				t.Fatalf("only %d grants around the kill", x.grants)
 			}
-			f.noStuckHolds(t)
+			f.noStuckHolds(t, clusterNames(20)...)
 			t.Logf("%d grants (%d writes, %d ops checked) around the kill", x.grants, x.writes, x.ops)
 		})
 	}
