@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
 )
@@ -119,11 +119,11 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	// Java publishes with SPUBLISH on a Redis 7+ cluster; so must we.
-	spublish, publish := 0, 0
+	var spublish, publish int64
 	for _, p := range c.Primaries(t) {
 		stats := commandStats(t, c, p)
-		spublish += commandCalls(stats, "spublish")
-		publish += commandCalls(stats, "publish")
+		spublish += stats["spublish"].Calls
+		publish += stats["publish"].Calls
 	}
 	if spublish == 0 || publish != 0 {
 		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
@@ -148,9 +148,9 @@ func TestClusterRenewalRound(t *testing.T) {
 		slots[slot.Of(n)] = true
 		leases = append(leases, mustLock(t, fc.RWMutex(n), fairrw.Write))
 	}
-	before := make(map[string]int)
+	before := make(map[string]int64)
 	for _, p := range c.Primaries(t) {
-		before[p] = commandCalls(commandStats(t, c, p), "evalsha")
+		before[p] = commandStats(t, c, p)["evalsha"].Calls
 	}
 	time.Sleep(2 * lease) // about six rounds
 
@@ -186,7 +186,7 @@ func TestClusterRenewalRound(t *testing.T) {
 		t.Fatalf("%d renewal rounds in %v, want at least 3", rounds, 2*lease)
 	}
 	for p, n := range before {
-		if after := commandCalls(commandStats(t, c, p), "evalsha"); after-n < rounds {
+		if after := commandStats(t, c, p)["evalsha"].Calls; after-n < int64(rounds) {
 			t.Errorf("primary %s ran %d scripts during %d rounds: not every round reached it", p, after-n, rounds)
 		}
 	}
@@ -203,17 +203,17 @@ func TestClusterRefusesSplitNames(t *testing.T) {
 	for _, p := range policies {
 		fc := newClusterClient(t, c, transports[0], fairrw.WithPolicy(p))
 		for _, name := range []string{"a}b", "}", "{}x", "x{}"} {
-			calls := 0
+			var calls int64
 			for _, addr := range c.Primaries(t) {
-				calls += commandCalls(commandStats(t, c, addr), "evalsha") + commandCalls(commandStats(t, c, addr), "eval")
+				calls += commandStats(t, c, addr).Scripts()
 			}
 			_, err := fc.RWMutex(name).TryLock(testCtx(t))
 			if !errors.Is(err, fairrw.ErrInvalidName) {
 				t.Fatalf("%s: TryLock(%q) = %v, want ErrInvalidName", p, name, err)
 			}
-			after := 0
+			var after int64
 			for _, addr := range c.Primaries(t) {
-				after += commandCalls(commandStats(t, c, addr), "evalsha") + commandCalls(commandStats(t, c, addr), "eval")
+				after += commandStats(t, c, addr).Scripts()
 			}
 			if after != calls {
 				t.Fatalf("%s: refusing %q ran %d scripts", p, name, after-calls)
@@ -223,23 +223,11 @@ func TestClusterRefusesSplitNames(t *testing.T) {
 }
 
 // commandStats reads INFO commandstats from the node at addr.
-func commandStats(t testing.TB, c *redistest.Cluster, addr string) string {
+func commandStats(t testing.TB, c *redistest.Cluster, addr string) redisinfo.Stats {
 	t.Helper()
 	s, err := c.Do(t, addr, "INFO", "commandstats").ToString()
 	if err != nil {
 		t.Fatalf("INFO commandstats on %s: %v", addr, err)
 	}
-	return s
-}
-
-// commandCalls reads "cmdstat_<cmd>:calls=N,..." from INFO commandstats.
-func commandCalls(info, cmd string) int {
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
-			var n int
-			fmt.Sscanf(rest, "%d", &n)
-			return n
-		}
-	}
-	return 0
+	return redisinfo.ParseCommandStats(s)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
 )
@@ -386,12 +388,6 @@ func errorCount(t *testing.T, c *redistest.Cluster, addr, name string) int {
 	if err != nil {
 		t.Fatalf("INFO errorstats on %s: %v", addr, err)
 	}
-	for line := range strings.SplitSeq(stats, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+name+":count="); ok {
-			var n int
-			fmt.Sscanf(rest, "%d", &n)
-			return n
-		}
-	}
-	return 0
+	n, _ := strconv.Atoi(strings.TrimPrefix(redisinfo.Field(stats, "errorstat_"+name), "count="))
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redisinfo"
 )
 
 func sleepLeases(n int) { time.Sleep(time.Duration(n) * 600 * time.Millisecond) }
@@ -77,11 +78,11 @@ func TestPublishCommandOverride(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("waiter not woken by the sharded message")
 	}
-	stats, err := e.raw.Do(testCtx(t), e.raw.B().Info().Section("commandstats").Build()).ToString()
+	stats, err := redisinfo.Read(testCtx(t), e.raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if commandCalls(stats, "spublish") == 0 || commandCalls(stats, "ssubscribe") == 0 {
+	if stats["spublish"].Calls == 0 || stats["ssubscribe"].Calls == 0 {
 		t.Fatalf("no SPUBLISH/SSUBSCRIBE in commandstats")
 	}
 }
