@@ -3,7 +3,8 @@
 // from the unlock latch and the per-client renewal noted below): the key
 // names, hash fields, channel, messages and argument conventions that fairrw's
 // Redisson policy must reproduce byte for byte, so that Go and Java services
-// can share one lock on one Redis.
+// can share one lock on one Redis; and those of Java's RLock, the reentrant
+// mutex (mutex.go).
 //
 // Everything here is a pure function of the lock name and the owner. The
 // scripts that act on these keys live in the lua package.

@@ -12,22 +12,25 @@ func TestNames(t *testing.T) {
 	tests := []struct {
 		name                                       string
 		channel, leaseKey, keyPrefix, latch, field string
+		mutexChannel                               string
 	}{
 		{
-			name:      "anyLock",
-			channel:   "redisson_rwlock:{anyLock}",
-			leaseKey:  "{anyLock}:" + u + ":7:rwlock_timeout:2",
-			keyPrefix: "{anyLock}",
-			latch:     "redisson_unlock_latch:{anyLock}:0123456789abcdef0123456789abcdef",
-			field:     u + ":7:write",
+			name:         "anyLock",
+			channel:      "redisson_rwlock:{anyLock}",
+			leaseKey:     "{anyLock}:" + u + ":7:rwlock_timeout:2",
+			keyPrefix:    "{anyLock}",
+			latch:        "redisson_unlock_latch:{anyLock}:0123456789abcdef0123456789abcdef",
+			field:        u + ":7:write",
+			mutexChannel: "redisson_lock__channel:{anyLock}",
 		},
 		{
-			name:      "orders:{tenant}:42",
-			channel:   "redisson_rwlock:orders:{tenant}:42",
-			leaseKey:  "orders:{tenant}:42:" + u + ":7:rwlock_timeout:2",
-			keyPrefix: "orders:{tenant}:42",
-			latch:     "redisson_unlock_latch:orders:{tenant}:42:0123456789abcdef0123456789abcdef",
-			field:     u + ":7:write",
+			name:         "orders:{tenant}:42",
+			channel:      "redisson_rwlock:orders:{tenant}:42",
+			leaseKey:     "orders:{tenant}:42:" + u + ":7:rwlock_timeout:2",
+			keyPrefix:    "orders:{tenant}:42",
+			latch:        "redisson_unlock_latch:orders:{tenant}:42:0123456789abcdef0123456789abcdef",
+			field:        u + ":7:write",
+			mutexChannel: "redisson_lock__channel:orders:{tenant}:42",
 		},
 	}
 	for _, tt := range tests {
@@ -47,8 +50,14 @@ func TestNames(t *testing.T) {
 			if got := WriteField(owner); got != tt.field {
 				t.Errorf("WriteField = %q, want %q", got, tt.field)
 			}
+			if got := MutexChannel(tt.name); got != tt.mutexChannel {
+				t.Errorf("MutexChannel = %q, want %q", got, tt.mutexChannel)
+			}
+			if got := MutexField(owner); got != owner {
+				t.Errorf("MutexField = %q, want the owner %q", got, owner)
+			}
 			want := slot.Of(tt.name)
-			for _, k := range []string{Channel(tt.name), LeaseKey(tt.name, owner, 2), UnlockLatch(tt.name, "x"), AttemptLatch(tt.name, "y")} {
+			for _, k := range []string{Channel(tt.name), MutexChannel(tt.name), LeaseKey(tt.name, owner, 2), UnlockLatch(tt.name, "x"), AttemptLatch(tt.name, "y")} {
 				if got := slot.Of(k); got != want {
 					t.Errorf("slot(%q) = %d, want the name's slot %d", k, got, want)
 				}

@@ -52,8 +52,12 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{attempt: req.attempt, sent: time.Now()}
 	backoff := minRetryBackoff
+	// reached: a copy of the attempt may have run in Redis. Until then
+	// (every try failed to connect) giving up leaves nothing to settle.
+	reached := false
 	for {
-		reply, err := m.c.policy.acquire(ctx, m.c.rdb, &m.keys, &req)
+		reply, err := m.policy.acquire(ctx, m.c.rdb, &m.keys, &req)
+		reached = reached || err == nil || !unsent(err)
 		if err == nil {
 			got.reply = reply
 			if reply.aborted { // only a settled attempt is aborted; report it as not granted
@@ -80,14 +84,18 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
 		}
 		if ctx.Err() != nil || m.c.isClosing() {
-			m.settle(ctx, mode, req.owner, req.attempt)
+			if reached {
+				m.settle(ctx, mode, req.owner, req.attempt)
+			}
 			if ctx.Err() != nil {
 				return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
 			}
 			return got, ErrClosed
 		}
 		if err := sleepCtx(ctx, m.c.closing, backoff); err != nil {
-			m.settle(ctx, mode, req.owner, req.attempt)
+			if reached {
+				m.settle(ctx, mode, req.owner, req.attempt)
+			}
 			return got, m.waitError(err)
 		}
 		backoff = min(backoff*2, maxRetryBackoff)
@@ -138,9 +146,9 @@ func (m *RWMutex) release(ctx context.Context, mode Mode, owner, attempt string,
 	}
 	backoff := minRetryBackoff
 	for {
-		res, err := m.c.policy.release(ctx, m.c.rdb, &m.keys, &req)
+		res, err := m.policy.release(ctx, m.c.rdb, &m.keys, &req)
 		if err == nil {
-			m.c.janitor.drop(m.c.policy.unlockLatch(&m.keys, req.request))
+			m.c.janitor.drop(m.policy.unlockLatch(&m.keys, req.request))
 			return res, nil
 		}
 		if definite(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type Client struct {
 	// then share one slot.
 	cluster bool
 	tel     *telemetry
+	// mutexTel instruments the Client's Mutex handles: the same
+	// instruments, under the RLock format's policy name.
+	mutexTel *telemetry
 	// syncReplicas > 0: every acquire attempt waits for that many replicas
 	// (WithSyncReplicas), at most syncTimeout.
 	syncReplicas int64
@@ -68,12 +72,18 @@ func New(opts ...Option) (*Client, error) {
 	if (cfg.client == nil) == (cfg.clientOption == nil) {
 		return nil, fmt.Errorf("%w: give exactly one of WithClient and WithClientOption", ErrInvalidOption)
 	}
-	tel, err := newTelemetry(orGlobalTracer(cfg.tracer), orGlobalMeter(cfg.meter), orSilent(cfg.logger), cfg.policy.String())
+	tracer, meter, logger := orGlobalTracer(cfg.tracer), orGlobalMeter(cfg.meter), orSilent(cfg.logger)
+	tel, err := newTelemetry(tracer, meter, logger, cfg.policy.String())
+	if err != nil {
+		return nil, err
+	}
+	mutexTel, err := newTelemetry(tracer, meter, logger, mutexPolicyName)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{
 		tel:           tel,
+		mutexTel:      mutexTel,
 		syncReplicas:  int64(cfg.syncReplicas),
 		syncTimeout:   cfg.syncTimeout,
 		id:            uuid.NewString(),
@@ -160,9 +170,14 @@ func (c *Client) Policy() string { return c.policy.name() }
 // one tenure to the next (see RWMutex.Owner). An invalid name is reported by
 // the handle's first call (ErrInvalidName), before any command.
 func (c *Client) RWMutex(name string) *RWMutex {
-	keys, err := c.policy.keys(name)
+	return c.handle(c.policy, c.tel, name)
+}
+
+// handle returns a new owner of lock name, on the wire as policy says.
+func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex {
+	keys, err := policy.keys(name)
 	id := c.owners.Add(1)
-	return &RWMutex{c: c, keys: keys, err: err, ownerID: id, owner: compat.Owner(c.id, id)}
+	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err, ownerID: id, owner: compat.Owner(c.id, id)}
 }
 
 // Close stops lease renewal, wakes every waiter with ErrClosed, releases
@@ -244,6 +259,14 @@ func transient(err *rueidis.RedisError) bool {
 	}
 	msg := err.Error()
 	return strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "MASTERDOWN")
+}
+
+// unsent reports whether err is a failure to connect: the command never
+// left this process, so it changed nothing in Redis. (A command written to
+// a connection that broke afterwards fails otherwise, and may have run.)
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // errClosedLease is the error of the leases still held when Close runs.

@@ -75,6 +75,40 @@ func ExampleRWMutex_TryLock() {
 	// Output: someone else is writing the report
 }
 
+func ExampleClient_Mutex() {
+	ctx := context.Background()
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// A Java service locks the same name with redisson.getLock("payment:7").
+	m := c.Mutex("payment:7")
+	l, err := m.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Reentrant, as a Java thread: the same handle locks again, and each
+	// Lease is unlocked once.
+	again, _ := m.Lock(ctx)
+	_, err = c.Mutex("payment:7").TryLock(ctx)
+	fmt.Println("another owner:", errors.Is(err, fairrw.ErrNotAcquired))
+	// A name is a mutex or a read-write lock, never both.
+	_, err = c.RWMutex("payment:7").TryRLock(ctx)
+	fmt.Println("as a read-write lock:", errors.Is(err, fairrw.ErrPolicyMismatch))
+	_ = again.Unlock(ctx)
+	_ = l.Unlock(ctx)
+
+	next, err := c.Mutex("payment:7").TryLock(ctx)
+	fmt.Println("another owner after both unlocks:", err == nil)
+	_ = next.Unlock(ctx)
+	// Output:
+	// another owner: true
+	// as a read-write lock: true
+	// another owner after both unlocks: true
+}
+
 func ExampleRWMutex_Lock_timeout() {
 	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
 	if err != nil {

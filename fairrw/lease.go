@@ -70,7 +70,7 @@ func newLease(ctx context.Context, m *RWMutex, mode Mode, cfg acquireConfig, got
 		granted:     time.Now(),
 	}
 	m.count(mode, 1)
-	m.c.tel.held(mode, 1)
+	m.tel.held(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
@@ -127,9 +127,9 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.state = leaseUnlocking
 	l.mu.Unlock()
 
-	span := c.tel.startUnlock(ctx, l)
+	span := l.m.tel.startUnlock(ctx, l)
 	err := l.unlock(ctx)
-	c.tel.endUnlock(span, l, err)
+	l.m.tel.endUnlock(span, l, err)
 	return err
 }
 
@@ -179,8 +179,8 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	close(l.done)
 	l.mu.Unlock()
 	l.m.c.renewer.remove(l)
-	l.m.c.tel.held(l.mode, -1)
-	l.m.c.tel.leaseEnded(l, cause, err)
+	l.m.tel.held(l.mode, -1)
+	l.m.tel.leaseEnded(l, cause, err)
 	return true
 }
 

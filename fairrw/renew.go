@@ -106,7 +106,7 @@ func (r *renewer) round() error {
 	// calls that ran renewed, and their late answers are dropped.
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.renewInterval)
 	defer cancel()
-	results := r.c.policy.renewScript().ExecBatch(ctx, r.c.rdb, calls)
+	results := script.Batch(ctx, r.c.rdb, calls)
 	var failed error
 	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
 	for i, res := range results {
@@ -162,24 +162,39 @@ func (r *renewer) snapshot() []*renewHold {
 }
 
 // batches splits holds into script calls of at most maxRenewBatch holds
-// each; on a cluster, a call's holds also share one slot (a script's keys
-// must). On a single Redis any holds go together: grouping by slot there
-// would cost one call per lock for names without a shared hash tag.
+// each; a call's holds share one policy's renewal script (a Client's
+// RWMutex and Mutex handles renew differently) and, on a cluster, one slot
+// (a script's keys must). On a single Redis holds of any slot go together:
+// grouping by slot there would cost one call per lock for names without a
+// shared hash tag.
 func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
-	group := func(h *renewHold) uint16 { return 0 }
-	if r.c.cluster {
-		group = func(h *renewHold) uint16 { return h.m.keys.slot }
+	type group struct {
+		script string
+		slot   uint16
 	}
-	sort.Slice(holds, func(i, j int) bool { return group(holds[i]) < group(holds[j]) })
+	groupOf := func(h *renewHold) group {
+		g := group{script: h.m.policy.renewScript().Name()}
+		if r.c.cluster {
+			g.slot = h.m.keys.slot
+		}
+		return g
+	}
+	sort.Slice(holds, func(i, j int) bool {
+		gi, gj := groupOf(holds[i]), groupOf(holds[j])
+		if gi.script != gj.script {
+			return gi.script < gj.script
+		}
+		return gi.slot < gj.slot
+	})
 	lease := millis(r.c.leaseTime)
 	var calls []script.Call
 	var batches [][]*renewHold
 	for i := 0; i < len(holds); {
-		g := group(holds[i])
-		call := script.Call{Args: []string{lease}}
+		g := groupOf(holds[i])
+		call := script.Call{Script: holds[i].m.policy.renewScript(), Args: []string{lease}}
 		var batch []*renewHold
-		for ; i < len(holds) && group(holds[i]) == g && len(batch) < maxRenewBatch; i++ {
-			keys, args := r.c.policy.renewEntry(&holds[i].m.keys, holds[i].owner, holds[i].mode)
+		for ; i < len(holds) && groupOf(holds[i]) == g && len(batch) < maxRenewBatch; i++ {
+			keys, args := holds[i].m.policy.renewEntry(&holds[i].m.keys, holds[i].owner, holds[i].mode)
 			call.Keys = append(call.Keys, keys...)
 			call.Args = append(call.Args, args...)
 			batch = append(batch, holds[i])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,7 +93,37 @@ func testHold(t *testing.T, name string, mode Mode) *renewHold {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &renewHold{m: &RWMutex{keys: keys}, owner: "client:1", mode: mode}
+	return &renewHold{m: &RWMutex{keys: keys, policy: redissonPolicy{}}, owner: "client:1", mode: mode}
+}
+
+// TestRenewBatchesByScript: a Client's Mutex holds renew with the RLock
+// script, its RWMutex holds with its policy's; one call never mixes them.
+func TestRenewBatchesByScript(t *testing.T) {
+	r := &renewer{c: &Client{policy: WriterPreferring().impl(), leaseTime: 30 * time.Second}}
+	var holds []*renewHold
+	for i := range 10 {
+		h := testHold(t, "lock:"+strconv.Itoa(i), Write)
+		if i%2 == 0 {
+			h.m.policy = mutexPolicy{}
+		} else {
+			h.m.policy = WriterPreferring().impl()
+		}
+		holds = append(holds, h)
+	}
+	calls, batches := r.batches(holds)
+	if len(calls) != 2 {
+		t.Fatalf("10 holds of 2 formats took %d calls, want 2", len(calls))
+	}
+	for i, call := range calls {
+		for _, h := range batches[i] {
+			if h.m.policy.renewScript() != call.Script {
+				t.Errorf("call %d runs %s, but holds a %s hold", i, call.Script.Name(), h.m.policy.name())
+			}
+		}
+		if len(batches[i]) != 5 {
+			t.Errorf("call %d carries %d holds, want 5", i, len(batches[i]))
+		}
+	}
 }
 
 func TestMajorVersion(t *testing.T) {

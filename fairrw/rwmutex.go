@@ -30,9 +30,11 @@ import (
 //
 // Which waiter is admitted next is the Client's Policy.
 type RWMutex struct {
-	c    *Client
-	keys lockKeys
-	err  error // the name's validation error, returned by every call
+	c      *Client
+	policy policyImpl // the Client's, or the Redisson RLock format for a Mutex
+	tel    *telemetry // the Client's instruments, with the policy's name
+	keys   lockKeys
+	err    error // the name's validation error, returned by every call
 
 	// mu guards the tenure (tenure.go): its owner and what stands on it.
 	// The counts decide whether a tenure has ended, so they change under
@@ -113,7 +115,7 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return err
 	}
 	defer m.c.leave()
-	freed, err := m.c.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
+	freed, err := m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
 	if err != nil {
 		return fmt.Errorf("fairrw: force unlock %q: %w", m.keys.name, err)
 	}
@@ -126,7 +128,7 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 // traced runs acquire inside its span (see WithTracerProvider) and records
 // its duration and outcome.
 func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
-	ctx, tr := m.c.tel.startAcquire(ctx, op, m.keys.name, mode)
+	ctx, tr := m.tel.startAcquire(ctx, op, m.keys.name, mode)
 	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
 	tr.end(l, err)
 	return l, err
@@ -156,7 +158,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		return m.finish(ctx, mode, cfg, first, err)
 	}
 	if !wait {
-		return nil, fmt.Errorf("%w: %q (%s)", ErrNotAcquired, m.keys.name, mode)
+		return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: first.reply.wait}
 	}
 	got, err := m.wait(ctx, mode, cfg, first.reply.wait, attempts)
 	if err != nil {
@@ -205,8 +207,8 @@ func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got 
 func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (attemptResult, error) {
 	w := m.c.waits.join(&m.keys, mode, cfg.owner)
 	defer m.c.waits.leave(w)
-	m.c.tel.waiting(mode, 1)
-	defer m.c.tel.waiting(mode, -1)
+	m.tel.waiting(mode, 1)
+	defer m.tel.waiting(mode, -1)
 	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
 		return attemptResult{}, m.waitError(err)
 	}
@@ -231,13 +233,13 @@ func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound 
 // the caller's cancellation: a fair policy's queue entry would otherwise
 // block others until it expires.
 func (m *RWMutex) cancelWait(ctx context.Context, mode Mode, cfg acquireConfig) {
-	if !m.c.policy.queued() {
+	if !m.policy.queued() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
 	defer cancel()
 	req := m.request(mode, cfg)
-	_ = m.c.policy.cancelWait(ctx, m.c.rdb, &m.keys, &req) // else the entry expires with its lease
+	_ = m.policy.cancelWait(ctx, m.c.rdb, &m.keys, &req) // else the entry expires with its lease
 }
 
 func (m *RWMutex) waitError(err error) error {
@@ -251,7 +253,7 @@ func (m *RWMutex) waitError(err error) error {
 // nothing when a lock expires (and expires keys late), so the waiter itself
 // comes back when the PTTL runs out; the attempt then expires the key.
 func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
-	if m.c.policy.queued() {
+	if m.policy.queued() {
 		// A queue entry lives a lease unless its waiter tries again.
 		pttl = min(pttl, m.c.leaseTime/3)
 	}
@@ -264,3 +266,19 @@ func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 		return pttl
 	}
 }
+
+// notAcquiredError is TryLock's refusal. It carries the PTTL the refused
+// attempt returned, the longest a quorum waiter sleeps before its next round.
+type notAcquiredError struct {
+	name  string
+	mode  Mode
+	bound time.Duration
+}
+
+// Error names the lock and the mode refused.
+func (e *notAcquiredError) Error() string {
+	return fmt.Sprintf("%s: %q (%s)", ErrNotAcquired, e.name, e.mode)
+}
+
+// Unwrap makes errors.Is(err, ErrNotAcquired) hold.
+func (e *notAcquiredError) Unwrap() error { return ErrNotAcquired }

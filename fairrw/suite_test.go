@@ -47,3 +47,11 @@ func TestOrdering(t *testing.T) {
 func TestPolicyMismatch(t *testing.T) {
 	locktest.PolicyMismatch(t, miniEnv(t, nil))
 }
+
+// TestMutex runs the Mutex suite beside each policy's read-write lock (the
+// policy it must refuse to share a name with).
+func TestMutex(t *testing.T) {
+	for _, p := range locktest.Policies() {
+		t.Run(p.String(), func(t *testing.T) { locktest.RunMutex(t, miniEnv(t, p)) })
+	}
+}

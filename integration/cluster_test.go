@@ -58,6 +58,50 @@ func TestClusterBehaviour(t *testing.T) {
 	})
 }
 
+// TestClusterMutex runs the Mutex suite on a cluster (one transport, beside
+// the Redisson read-write lock: the suite runs over every transport on one
+// node), then checks that a release wakes a waiter in another Client
+// through SPUBLISH, as Java does on a Redis 7+ cluster, and never PUBLISH.
+func TestClusterMutex(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	t.Run("suite", func(t *testing.T) {
+		locktest.RunMutex(t, clusterEnv(t, c, transports[0], fairrw.Redisson()))
+	})
+	c1, c2 := newClusterClient(t, c, transports[0]), newClusterClient(t, c, transports[0])
+	for _, n := range clusterNames(4) {
+		held := mustLockMutex(t, c1.Mutex(n))
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			l, err := c2.Mutex(n).Lock(ctx)
+			if err == nil {
+				if l.WokenBy() == "timer" {
+					err = errors.New(n + ": waiter woken by the PTTL timer, not by the release")
+				}
+				if uerr := l.Unlock(ctx); err == nil {
+					err = uerr
+				}
+			}
+			got <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		mustUnlock(t, held)
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var spublish, publish int64
+	for _, p := range c.Primaries(t) {
+		stats := commandStats(t, c, p)
+		spublish += stats["spublish"].Calls
+		publish += stats["publish"].Calls
+	}
+	if spublish == 0 || publish != 0 {
+		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
+	}
+}
+
 // clusterNames returns lock names spread over every shard: hash-tagged ones
 // (several sharing a tag), and plain ones each hashed whole.
 func clusterNames(n int) []string {

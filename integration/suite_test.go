@@ -22,6 +22,20 @@ func TestBehaviour(t *testing.T) {
 	}
 }
 
+// TestMutexBehaviour runs the Mutex suite over every transport on a real
+// redis-server, beside each policy's read-write lock (the one it must
+// refuse to share a name with).
+func TestMutexBehaviour(t *testing.T) {
+	r := redistest.Start(t)
+	for _, p := range policies {
+		for _, tr := range transports {
+			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
+				locktest.RunMutex(t, newEnv(t, r, tr, p))
+			})
+		}
+	}
+}
+
 // TestBehaviourInContainer runs the suite once against Redis in a container
 // started by testcontainers-go, so that path is exercised wherever a Docker
 // engine answers (CI sets FAIRRW_REQUIRE_DOCKER=1 there).

@@ -43,7 +43,10 @@ local function mismatch()
     return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. held)
   end
   if redis.call('exists', X) == 1 then
-    return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
+    if redis.call('hexists', X, 'mode') == 1 then
+      return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
+    end
+    return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
   end
   return nil, not held
 end

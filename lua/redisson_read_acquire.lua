@@ -15,7 +15,8 @@
 -- attempt was given up by its caller, or {0, PTTL of the hash in ms}: how
 -- long to wait at most. (Java's script returns nil or the PTTL; this one
 -- also reports the fencing token, so it returns a pair.) An error reply
--- "FAIRRW_POLICY ..." when a fair policy holds the name.
+-- "FAIRRW_POLICY ..." when a fair policy holds the name, or an RLock (a
+-- hash without "mode"): the two would not exclude each other.
 --
 -- Invariant: the hash has exactly Redisson's fields; every read hold K of an
 -- owner has its own lease key ":K" with a PX lease, and the hash lives at least
@@ -37,6 +38,9 @@ local token = tonumber(redis.call('get', KEYS[5])) or 0
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+  if redis.call('exists', KEYS[1]) == 1 then -- a hash without "mode": an RLock's
+    return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
+  end
   -- One HSET of both fields writes what Java's two HSETs write, in order.
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])

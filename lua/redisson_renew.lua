@@ -2,7 +2,9 @@
 --
 -- KEYS[1] .. KEYS[n] the lock hash of entry i (all keys of one call share a slot)
 -- ARGV[1]   lease in milliseconds
--- ARGV[3i-1] entry i's kind: "w" for a write hold, "r" for read holds
+-- ARGV[3i-1] entry i's kind: "w" for a write hold, "r" for read holds, "m"
+--            for an RLock's holds (a Mutex: Java's test, but the PTTL is
+--            never cut below what is left, which a longer hold may need)
 -- ARGV[3i]   entry i's hash field: "<client>:<owner>:write" or "<client>:<owner>"
 -- ARGV[3i+1] entry i's lease-key prefix "{N}:<client>:<owner>:rwlock_timeout"
 --            (read entries only; empty for writes)
@@ -22,6 +24,11 @@ for i = 1, #KEYS do
   if kind == 'w' then
     if redis.call('hexists', KEYS[i], field) == 1 then
       redis.call('pexpire', KEYS[i], lease)
+      alive = 1
+    end
+  elseif kind == 'm' then
+    if redis.call('hexists', KEYS[i], field) == 1 then
+      redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), lease))
       alive = 1
     end
   else

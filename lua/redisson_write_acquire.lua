@@ -12,7 +12,8 @@
 -- when the attempt was given up by its caller, or {0, PTTL of the hash in ms}.
 -- A new write hold mints a fencing token (INCR of the counter); a reentrant
 -- one returns the owner's current token. An error reply "FAIRRW_POLICY ..."
--- when a fair policy holds the name.
+-- when a fair policy holds the name, or an RLock (a hash without "mode"):
+-- the two would not exclude each other.
 --
 -- Invariant: mode=write with exactly one write field; a reentrant write adds
 -- its lease to the remaining PTTL (Redisson's quirk, kept for parity). A read
@@ -33,6 +34,9 @@ end
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
 local mode, holds = state[1], state[2]
 if mode == false then
+  if redis.call('exists', KEYS[1]) == 1 then -- a hash without "mode": an RLock's
+    return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
+  end
   -- The counter first: a foreign value there fails the script before it
   -- has written anything (a script's writes are not rolled back).
   local token = redis.call('incr', KEYS[4])

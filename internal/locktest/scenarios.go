@@ -402,3 +402,23 @@ func hammerRound(c context.Context, m *fairrw.RWMutex, write bool, activity *ato
 	activity.Add(-1)
 	return l.Unlock(c)
 }
+
+// ShorterHoldNeverShortens: the unlock of one of two reentrant write holds
+// keeps the lock for the other's longer explicit lease, even when the
+// Client's lease time is shorter. The fair policies keep a deadline per
+// holder; the Redisson policy does not pass (see Run).
+func ShorterHoldNeverShortens(t *testing.T, env Env) {
+	const short, long = 200 * time.Millisecond, 20 * time.Second
+	c := env.client(t, fairrw.WithLeaseTime(short))
+	n := name(t)
+	m := c.RWMutex(n)
+	first := lock(t, m, fairrw.Write, fairrw.WithLease(long))
+	second := lock(t, m, fairrw.Write, fairrw.WithLease(long))
+	unlock(t, second)
+	time.Sleep(3 * short)
+	refused(t, c.RWMutex(n), fairrw.Write)
+	refused(t, c.RWMutex(n), fairrw.Read)
+	alive(t, first)
+	unlock(t, first)
+	EventuallyNoKeys(t, env, n)
+}

@@ -23,10 +23,12 @@ type Script struct {
 	retryable bool
 }
 
-// Call is one execution of a script in a batch.
+// Call is one execution of a script in a batch. Script may be nil when the
+// batch is run by a Script's ExecBatch, which then runs its own.
 type Call struct {
-	Keys []string
-	Args []string
+	Script *Script
+	Keys   []string
+	Args   []string
 }
 
 // New wraps the embedded script name. Only scripts that are idempotent for a
@@ -77,16 +79,32 @@ func (s *Script) command(c rueidis.Client, eval bool, keys, args []string) rueid
 }
 
 // ExecBatch is for idempotent scripts only (every command is sent as
-// retryable). It runs every call in one DoMulti round trip (rueidis groups them by
-// slot on a cluster). Calls answered NOSCRIPT are sent again with EVAL in a
-// second round trip. Results are in the order of calls.
+// retryable). It runs every call of s in one DoMulti round trip (see Batch).
 func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) []rueidis.RedisResult {
+	for i := range calls {
+		calls[i].Script = s
+	}
+	return Batch(ctx, c, calls)
+}
+
+// Batch runs calls of idempotent scripts (every command is sent as
+// retryable), each of its own Script, in one DoMulti round trip (rueidis
+// groups them by slot on a cluster). Calls answered NOSCRIPT are sent again
+// with EVAL in a second round trip. Results are in the order of calls.
+func Batch(ctx context.Context, c rueidis.Client, calls []Call) []rueidis.RedisResult {
 	if len(calls) == 0 {
 		return nil
 	}
+	build := func(call Call, eval bool) rueidis.Completed {
+		s := call.Script
+		if eval {
+			return c.B().Eval().Script(s.src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
+		}
+		return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
+	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
-		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
+		cmds[i] = build(call, false)
 	}
 	results := c.DoMulti(ctx, cmds...)
 	var missing []int
@@ -100,8 +118,7 @@ func (s *Script) ExecBatch(ctx context.Context, c rueidis.Client, calls []Call) 
 	}
 	again := make(rueidis.Commands, len(missing))
 	for j, i := range missing {
-		call := calls[i]
-		again[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build().ToRetryable().Pin()
+		again[j] = build(calls[i], true)
 	}
 	for j, r := range c.DoMulti(ctx, again...) {
 		results[missing[j]] = r

@@ -1,0 +1,84 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/script"
+)
+
+// mutexPolicy is the wire format of Java Redisson's RLock, the handle policy
+// of every Mutex whatever the Client's Policy: the hash N with one field
+// "<client>:<owner>" = hold count, the channel "redisson_lock__channel:{N}"
+// and the message "0". It has no read mode.
+type mutexPolicy struct{}
+
+var (
+	redissonLockAcquire     = script.New("redisson_lock_acquire", true)
+	redissonLockUnlock      = script.New("redisson_lock_unlock", true)
+	redissonLockForceUnlock = script.New("redisson_lock_force_unlock", false)
+)
+
+// mutexPolicyName names the Mutex's wire format in telemetry.
+const mutexPolicyName = "redisson-mutex"
+
+func (mutexPolicy) name() string { return mutexPolicyName }
+
+func (mutexPolicy) keys(name string) (lockKeys, error) {
+	channel := compat.MutexChannel(name)
+	if err := validateName(name, channel, compat.AttemptLatch(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
+		return lockKeys{}, err
+	}
+	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name}, nil
+}
+
+func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
+	if r.mode != Write {
+		return acquireReply{}, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
+	}
+	keys := []string{k.name, compat.AttemptLatch(k.name, r.attempt), compat.Fair(k.name).State, compat.Fence(k.name)}
+	args := []string{millis(r.lease), compat.MutexField(r.owner), millis(r.latchTTL)}
+	return runAcquire(ctx, rdb, redissonLockAcquire, keys, args, r)
+}
+
+func (mutexPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
+	action := "del"
+	if r.abort {
+		action = "abort"
+	}
+	res := redissonLockUnlock.Exec(ctx, rdb,
+		[]string{k.name, k.channel, compat.UnlockLatch(k.name, r.request), compat.AttemptLatch(k.name, r.attempt)},
+		[]string{compat.MutexUnlockMessage, millis(r.lease), compat.MutexField(r.owner), r.publish, millis(r.latchTTL), action, millis(r.latchTTL)})
+	return parseRelease(res)
+}
+
+func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, _ Mode, publish string) (bool, error) {
+	n, err := redissonLockForceUnlock.Exec(ctx, rdb, []string{k.name, k.channel, compat.Fair(k.name).State}, []string{compat.MutexUnlockMessage, publish}).AsInt64()
+	if err == nil && n < 0 {
+		return false, &policyError{msg: "lock is held as a read-write lock"}
+	}
+	return n == 1, err
+}
+
+// renewEntry renews like Java's RLock watchdog (the owner's field still
+// there, PEXPIRE the hash), but never below the PTTL left: a longer hold of
+// the same owner, taken WithLease, may need it.
+func (mutexPolicy) renewEntry(k *lockKeys, owner string, _ Mode) ([]string, []string) {
+	return []string{k.name}, []string{"m", compat.MutexField(owner), ""}
+}
+
+func (mutexPolicy) renewScript() *script.Script { return redissonRenew }
+
+// cancelWait has nothing to withdraw: an RLock's waiters leave no trace.
+func (mutexPolicy) cancelWait(context.Context, rueidis.Client, *lockKeys, *acquireRequest) error {
+	return nil
+}
+
+func (mutexPolicy) queued() bool { return false }
+
+func (mutexPolicy) unlockLatch(k *lockKeys, request string) string {
+	return compat.UnlockLatch(k.name, request)
+}

@@ -1,0 +1,180 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// The Mutex suite: Redisson's RLock tests, as behaviours of fairrw.Mutex,
+// with the hash that a Java client would see checked through env.Raw. A
+// Mutex ignores the Client's policy; env.Policy is the read-write lock it
+// must refuse to share a name with.
+
+// RunMutex runs every Mutex scenario as a subtest.
+func RunMutex(t *testing.T, env Env) {
+	runScenarios(t, env, []scenario{
+		{"MutexExcludes", MutexExcludes},
+		{"MutexHammer", MutexHammer},
+		{"MutexReentrant", MutexReentrant},
+		{"MutexUnlockTwice", MutexUnlockTwice},
+		{"MutexCancelledWaitLeavesNothing", MutexCancelledWaitLeavesNothing},
+		{"MutexExplicitLeaseExpires", MutexExplicitLeaseExpires},
+		{"MutexShorterHoldNeverShortens", MutexShorterHoldNeverShortens},
+		{"MutexWatchdogKeepsAlive", MutexWatchdogKeepsAlive},
+		{"MutexDeadClientFrees", MutexDeadClientFrees},
+		{"MutexUnlockByOtherOwnerFails", MutexUnlockByOtherOwnerFails},
+		{"MutexForceUnlock", MutexForceUnlock},
+		{"MutexFencingTokens", MutexFencingTokens},
+		{"MutexPolicyMismatch", MutexPolicyMismatch},
+	})
+}
+
+// MutexExcludes: a held mutex refuses every other owner, in its client and
+// in another; a Lock waiting for it, in either, is granted after the unlock.
+func MutexExcludes(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	for _, waiter := range []*fairrw.Client{c1, c2} {
+		n := name(t)
+		held := lockMutex(t, c1.Mutex(n))
+		mutexHash(t, env, n, map[string]string{held.Owner(): "1"})
+		refusedMutex(t, c1.Mutex(n))
+		refusedMutex(t, c2.Mutex(n))
+		waiting := mutexAsync(ctx(t), waiter.Mutex(n))
+		blocked(t, waiting)
+		unlock(t, held)
+		got := receive(t, waiting)
+		mutexHash(t, env, n, map[string]string{got.Owner(): "1"})
+		unlock(t, got)
+		EventuallyNoKeys(t, env, n)
+	}
+}
+
+// MutexHammer is sync's mutex hammer over Redis: owners on two clients add
+// to a shared counter under the mutex, each checking that it is alone.
+func MutexHammer(t *testing.T, env Env) {
+	const workers, rounds = 6, 10
+	clients := []*fairrw.Client{env.client(t), env.client(t)}
+	inside := make(chan struct{}, workers)
+	errs := make(chan error, workers)
+	c := ctx(t)
+	for i := range workers {
+		m := clients[i%2].Mutex(name(t))
+		go func() {
+			for range rounds {
+				if err := hammerMutexRound(c, m, inside); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var failed error
+	for range workers {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+		}
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	EventuallyNoKeys(t, env, name(t))
+}
+
+func hammerMutexRound(c context.Context, m *fairrw.Mutex, inside chan struct{}) error {
+	l, err := m.Lock(c)
+	if err != nil {
+		return err
+	}
+	inside <- struct{}{}
+	if n := len(inside); n != 1 {
+		return errors.New("mutex holder not alone: " + itoa(int64(n)) + " inside")
+	}
+	time.Sleep(time.Millisecond)
+	<-inside
+	return l.Unlock(c)
+}
+
+// MutexReentrant: one handle locks twice; the hash counts its holds ("2",
+// then "1"), a reentrant Lock sets the PTTL back to the lease (Java's
+// PEXPIRE, not added to it as the read-write lock's write does), and the
+// hash goes with the last unlock.
+func MutexReentrant(t *testing.T, env Env) {
+	c := env.client(t)
+	n := name(t)
+	m, other := c.Mutex(n), c.Mutex(n)
+	first := lockMutex(t, m)
+	mutexHash(t, env, n, map[string]string{first.Owner(): "1"})
+	time.Sleep(700 * time.Millisecond) // the PTTL runs down; no renewal before lease/3 = 10s
+	before := rawPTTL(t, env, n)
+	second := lockMutex(t, m)
+	after := rawPTTL(t, env, n)
+	if second.Owner() != first.Owner() {
+		t.Fatalf("reentrant Lock under owner %s, want the holder %s", second.Owner(), first.Owner())
+	}
+	mutexHash(t, env, n, map[string]string{first.Owner(): "2"})
+	if after <= before || after > fairrw.DefaultLeaseTime {
+		t.Fatalf("PTTL %v before the reentrant Lock, %v after; want it set back to the lease %v", before, after, fairrw.DefaultLeaseTime)
+	}
+	refusedMutex(t, other)
+	unlock(t, second)
+	mutexHash(t, env, n, map[string]string{first.Owner(): "1"})
+	alive(t, first)
+	refusedMutex(t, other)
+	unlock(t, first)
+	if rawExists(t, env, n) {
+		t.Fatalf("hash %s still exists after the last unlock", n)
+	}
+	unlock(t, grantedMutex(t, other))
+	EventuallyNoKeys(t, env, n)
+}
+
+// MutexUnlockTwice: a lease is unlocked once; its second Unlock is
+// ErrNotHeld and releases no other hold of the same owner.
+func MutexUnlockTwice(t *testing.T, env Env) {
+	c := env.client(t)
+	n := name(t)
+	m, other := c.Mutex(n), c.Mutex(n)
+	first := lockMutex(t, m)
+	second := lockMutex(t, m)
+	unlock(t, first)
+	if err := first.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+	if err := first.Err(); err != nil {
+		t.Fatalf("Err after Unlock: %v, want nil", err)
+	}
+	mutexHash(t, env, n, map[string]string{second.Owner(): "1"})
+	refusedMutex(t, other)
+	unlock(t, second)
+	EventuallyNoKeys(t, env, n)
+}
+
+// MutexCancelledWaitLeavesNothing: a Lock whose ctx ends returns an error
+// wrapping ctx.Err(), holds nothing and writes nothing: the holder's hash
+// is as it was, and nothing is left once it unlocks.
+func MutexCancelledWaitLeavesNothing(t *testing.T, env Env) {
+	c := env.client(t)
+	n := name(t)
+	held := lockMutex(t, c.Mutex(n))
+	cctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	l, err := c.Mutex(n).Lock(cctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || l != nil {
+		t.Fatalf("Lock with an expiring ctx: %v, %v; want DeadlineExceeded", l, err)
+	}
+	cctx, cancel = context.WithCancel(context.Background())
+	waiting := mutexAsync(cctx, c.Mutex(n))
+	blocked(t, waiting)
+	cancel()
+	if r := <-waiting; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.err)
+	}
+	mutexHash(t, env, n, map[string]string{held.Owner(): "1"})
+	unlock(t, held)
+	EventuallyNoKeys(t, env, n)
+}
