@@ -30,6 +30,21 @@
 // fields, channel and messages), so Go and Java services can share one lock;
 // it prefers readers, so writers can starve under overlapping readers.
 //
+// # Mutex
+//
+// Client.Mutex returns a reentrant mutex that shares its lock with Java
+// Redisson's RLock (the same hash, field, lease, channel and messages), for
+// services that exclude Java code holding an RLock on the same name. A name
+// is either a mutex or a read-write lock: using it as the other returns
+// ErrPolicyMismatch.
+//
+// # Quorum locking
+//
+// NewQuorum spans several independent Redis deployments, one Client each: a
+// QuorumRWMutex is granted on a majority of them (Redlock), so its lock
+// survives the loss of a minority. See Quorum for what it assumes about
+// clocks, restarts and pauses, and why fencing tokens still matter.
+//
 // # Fencing
 //
 // Every write grant carries a fencing token (Lease.Token) greater than all
@@ -61,7 +76,10 @@
 //
 // A Client traces with OpenTelemetry (WithTracerProvider, else the global
 // provider): a client span around every acquire (fairrw.Lock, fairrw.RLock,
-// fairrw.TryLock, fairrw.TryRLock) with the lock, mode, policy, outcome,
+// fairrw.TryLock, fairrw.TryRLock; fairrw.Mutex.Lock and fairrw.Mutex.TryLock
+// under the policy "redisson-mutex"; fairrw.Quorum.Lock and the like, on
+// the first node's Client, around the node attempts of every round) with
+// the lock, mode, policy, outcome,
 // attempts, wait, wake-up path and fencing token; a span per Unlock and one
 // per lost lease (fairrw.lease.lost, with its cause), both linked to the
 // acquire; and one per watchdog round (fairrw.renew). It records metrics

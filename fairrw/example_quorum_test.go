@@ -1,0 +1,59 @@
+package fairrw_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+func ExampleNewQuorum() {
+	ctx := context.Background()
+	// Three independent Redis servers: in a service, three addresses, each
+	// its own rueidis.ClientOption. Here they run in-process.
+	var nodes []*miniredis.Miniredis
+	var clients []*fairrw.Client
+	for range 3 {
+		node, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		nodes = append(nodes, node)
+		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{
+			InitAddress: []string{node.Addr()}, DisableCache: true, AlwaysRESP2: true,
+		}))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	q, err := fairrw.NewQuorum(clients)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Close() // runs before the Clients close
+
+	nodes[0].Close() // a minority of nodes may be down
+	l, err := q.RWMutex("orders:42").Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("write lock held on %d of %d nodes (a majority is %d)\n", l.Nodes(), q.Nodes(), q.Majority())
+	_, err = q.RWMutex("orders:42").TryRLock(ctx)
+	fmt.Println("another owner's read:", errors.Is(err, fairrw.ErrNotAcquired))
+	if err := l.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		n.Close()
+	}
+	// Output:
+	// write lock held on 2 of 3 nodes (a majority is 2)
+	// another owner's read: true
+}

@@ -1,0 +1,216 @@
+package fairrw
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A Quorum locks over several independent Redis deployments (Redlock): a
+// grant needs a majority of them, so that the lock survives the loss of a
+// minority. Each node is a Client of its own (its own Redis, its own
+// watchdog); the Quorum holds a hold on every node it can and counts them.
+//
+// What a grant means. A quorum lease is granted when a majority of nodes
+// granted their hold and time is left: the holds were each counted from
+// their own attempt's send, and the quorum's deadline is the majority-th
+// latest of the nodes' deadlines minus a clock-drift allowance (WithClockDrift). Every
+// node's watchdog renews its hold in its Client's batched round; the quorum
+// lease is lost (Done) as soon as fewer than a majority of nodes still hold
+// it, or its deadline passes unconfirmed. Two majorities always share a
+// node, so a write quorum excludes every other write and read quorum, under
+// every Policy: the node they share refuses one of them.
+//
+// What it assumes. Leases are timed by clocks: the nodes' expiry (Redis's
+// clock) and the holder's deadline (this process's monotonic clock) must
+// advance at about the same rate, within the drift allowance. A node
+// restarted without persistence forgets its holds at once; if that node was
+// part of a majority, another majority can be granted while the first holder
+// still believes it holds the lock. Run the nodes with AOF (appendfsync
+// always for this guarantee), or keep a restarted node out for a lease
+// before it serves again. A holder paused (GC, swap, a stopped VM) past its
+// deadline resumes believing it holds the lock until its next check of Done.
+// This is the Redlock debate (Kleppmann, "How to do distributed locking",
+// 2016; Sanfilippo, "Is Redlock safe?"): a lease lock, on one node or many,
+// cannot stop a paused holder from acting late. Fencing tokens can: pass
+// QuorumLease.Token to the storage the lock guards and have it refuse a
+// token lower than the highest it has seen.
+//
+// Fairness. Each node admits as its Policy says, but a quorum waiter does
+// not keep a place in a fair policy's queue between its rounds: the
+// writer-preferring and phase-fair promises hold per node, not across a
+// quorum. Contending quorum waiters that split the nodes between them give
+// their partial holds back and retry after a random delay, as Redlock does.
+//
+// A Quorum does not own its Clients: close them after the Quorum.
+type Quorum struct {
+	clients     []*Client
+	majority    int
+	nodeTimeout time.Duration
+	driftFactor float64
+	leaseTime   time.Duration
+
+	// late tracks the node attempts still running when their round was
+	// decided without them; they release whatever they are granted.
+	late   sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// A QuorumOption configures a Quorum.
+type QuorumOption interface {
+	applyQuorum(*quorumConfig) error
+}
+
+type quorumOptionFunc func(*quorumConfig) error
+
+func (f quorumOptionFunc) applyQuorum(c *quorumConfig) error { return f(c) }
+
+type quorumConfig struct {
+	nodeTimeout time.Duration // 0: derived from the lease
+	driftFactor float64
+}
+
+// DefaultClockDrift is the default clock-drift allowance of a Quorum, as a
+// fraction of the lease (Redlock's 1%); 2ms are added to it.
+const DefaultClockDrift = 0.01
+
+// driftFloor is added to every drift allowance: timers and clocks are
+// coarse at the millisecond scale.
+const driftFloor = 2 * time.Millisecond
+
+// WithNodeTimeout bounds how long one round of a quorum acquire waits for a
+// node: a node that has not answered by then counts as refusing (what it
+// grants later is given back). It should be small against the lease, so
+// that a dead node costs little of it. The default is a hundredth of the
+// lease, at least 50ms and at most 1s.
+func WithNodeTimeout(d time.Duration) QuorumOption {
+	return quorumOptionFunc(func(c *quorumConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: node timeout %v must be positive", ErrInvalidOption, d)
+		}
+		c.nodeTimeout = d
+		return nil
+	})
+}
+
+// WithClockDrift sets the clock-drift allowance as a fraction of the lease
+// (0 to 0.5): a quorum lease ends that much (plus 2ms) before the nodes'
+// holds would expire, for clocks that run at slightly different rates. The
+// default is DefaultClockDrift.
+func WithClockDrift(fraction float64) QuorumOption {
+	return quorumOptionFunc(func(c *quorumConfig) error {
+		if !(fraction >= 0 && fraction <= 0.5) {
+			return fmt.Errorf("%w: clock drift %v must be between 0 and 0.5", ErrInvalidOption, fraction)
+		}
+		c.driftFactor = fraction
+		return nil
+	})
+}
+
+// NewQuorum returns a Quorum over clients, one per independent Redis
+// deployment (an odd number, 3 or 5, is usual: 2f+1 nodes survive the loss
+// of f). The clients must be distinct, open, and share one Policy and one
+// lease time (WithLeaseTime). Invalid input returns an error wrapping
+// ErrInvalidOption, and nothing is sent to Redis.
+func NewQuorum(clients []*Client, opts ...QuorumOption) (*Quorum, error) {
+	cfg := quorumConfig{driftFactor: DefaultClockDrift}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil QuorumOption", ErrInvalidOption)
+		}
+		if err := o.applyQuorum(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(clients) == 0 {
+		return nil, fmt.Errorf("%w: a quorum needs at least one client", ErrInvalidOption)
+	}
+	seen := make(map[*Client]bool, len(clients))
+	for i, c := range clients {
+		switch {
+		case c == nil:
+			return nil, fmt.Errorf("%w: client %d is nil", ErrInvalidOption, i)
+		case seen[c]:
+			return nil, fmt.Errorf("%w: client %d appears twice: each node needs its own Client", ErrInvalidOption, i)
+		case c.policy.name() != clients[0].policy.name():
+			return nil, fmt.Errorf("%w: client %d has policy %s, client 0 %s", ErrInvalidOption, i, c.policy.name(), clients[0].policy.name())
+		case c.leaseTime != clients[0].leaseTime:
+			return nil, fmt.Errorf("%w: client %d has lease time %v, client 0 %v", ErrInvalidOption, i, c.leaseTime, clients[0].leaseTime)
+		case c.isClosing():
+			return nil, fmt.Errorf("%w: client %d is closed", ErrInvalidOption, i)
+		}
+		seen[c] = true
+	}
+	lease := clients[0].leaseTime
+	if cfg.nodeTimeout == 0 {
+		cfg.nodeTimeout = min(max(lease/100, 50*time.Millisecond), time.Second)
+	}
+	return &Quorum{
+		clients:     append([]*Client(nil), clients...),
+		majority:    len(clients)/2 + 1,
+		nodeTimeout: cfg.nodeTimeout,
+		driftFactor: cfg.driftFactor,
+		leaseTime:   lease,
+	}, nil
+}
+
+// Nodes returns how many nodes the quorum spans.
+func (q *Quorum) Nodes() int { return len(q.clients) }
+
+// Majority returns how many nodes a grant needs: more than half.
+func (q *Quorum) Majority() int { return q.majority }
+
+// drift is the allowance taken off a lease of d for clock drift.
+func (q *Quorum) drift(d time.Duration) time.Duration {
+	return time.Duration(float64(d)*q.driftFactor) + driftFloor
+}
+
+// Close waits for the node attempts that were still running when their
+// round was decided (each gives back what it was granted, within its
+// Client's unlock timeout). It does not close the Clients, nor end the
+// quorum leases held: close the Clients for that. Calls after Close return
+// ErrClosed.
+func (q *Quorum) Close() error {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.late.Wait()
+	return nil
+}
+
+// background runs f, the give-back of holds no one waits for, on a
+// goroutine that Close waits for; once Close has begun, it runs f at once.
+func (q *Quorum) background(f func()) {
+	if q.reserve() {
+		go func() {
+			defer q.late.Done()
+			f()
+		}()
+		return
+	}
+	f()
+}
+
+// reserve counts a give-back in, for Close to wait for, unless Close has
+// begun: the caller then runs it itself. A reserved give-back must end with
+// late.Done.
+func (q *Quorum) reserve() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.late.Add(1)
+	return true
+}
+
+// enter fails once Close has begun.
+func (q *Quorum) enter() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
+	return nil
+}

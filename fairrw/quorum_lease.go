@@ -1,0 +1,210 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// A QuorumLease is one granted hold of a lock over a Quorum: a hold on each
+// of at least a majority of nodes, each a Lease of its node's Client and
+// renewed by that Client's watchdog. It is alive until it is unlocked or
+// lost: lost as soon as fewer than a majority of its node leases are alive
+// (each node lease is lost as a Lease is: found gone, or not confirmed
+// before its deadline), or when its own deadline passes (see Deadline). On
+// loss the node holds that remain are given back. A QuorumLease is safe for
+// concurrent use.
+type QuorumLease struct {
+	m      *QuorumRWMutex
+	mode   Mode
+	leases []*Lease // by node; nil where the node did not grant
+	token  uint64
+	drift  time.Duration
+	done   chan struct{}
+	stop   chan struct{} // closed by Unlock: the watcher ends
+	ended  chan struct{} // closed when the watcher has ended
+
+	mu    sync.Mutex
+	state leaseState
+	err   error
+}
+
+func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Duration) *QuorumLease {
+	return &QuorumLease{
+		m:      m,
+		mode:   mode,
+		leases: h.leases,
+		token:  h.token,
+		drift:  m.q.drift(lease),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		ended:  make(chan struct{}),
+	}
+}
+
+// start begins watching the node leases.
+func (l *QuorumLease) start() { go l.watch() }
+
+// Name returns the lock name.
+func (l *QuorumLease) Name() string { return l.m.name }
+
+// Mode returns Read or Write.
+func (l *QuorumLease) Mode() Mode { return l.mode }
+
+// Token returns the fencing token: the highest token among the nodes that
+// granted the lease. A write grant raised every granting node's counter to
+// it before it was returned, and any later majority shares a node with this
+// one, so later write grants get greater tokens (see Lease.Token for how to
+// use it).
+func (l *QuorumLease) Token() uint64 { return l.token }
+
+// Done returns a channel closed when the lease ends: unlocked or lost.
+func (l *QuorumLease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease is held and after a successful Unlock,
+// and an error wrapping ErrLeaseLost once it was lost.
+func (l *QuorumLease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Nodes returns how many nodes hold the lease now (alive node leases).
+func (l *QuorumLease) Nodes() int {
+	n := 0
+	for _, x := range l.leases {
+		if x != nil && x.Err() == nil && !isDone(x.Done()) {
+			n++
+		}
+	}
+	return n
+}
+
+// Deadline returns the time until which the lease is known to be held: the
+// majority-th latest deadline of its alive node leases (each counted from
+// its attempt's, or its last confirmed renewal's, send) minus the clock-drift
+// allowance. It is the zero time once fewer than a majority are alive.
+func (l *QuorumLease) Deadline() time.Time { return l.deadline() }
+
+func (l *QuorumLease) deadline() time.Time {
+	d := majorityDeadline(l.leases, l.m.q.majority)
+	if d.IsZero() {
+		return d
+	}
+	return d.Add(-l.drift)
+}
+
+// Unlock releases the hold on every node, at once, each detached from ctx's
+// cancellation and bounded by its Client's unlock timeout. It returns nil
+// when a majority of nodes released it, and ErrNotHeld if the lease was
+// unlocked before or lost, or fewer than a majority still had it.
+func (l *QuorumLease) Unlock(ctx context.Context) error {
+	l.mu.Lock()
+	if l.state != leaseHeld {
+		err := l.err
+		l.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrNotHeld, l.Name(), err)
+		}
+		return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, l.Name())
+	}
+	l.state = leaseUnlocking
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.ended
+
+	freed := quorumHolds{leases: l.leases}.release(ctx, l.m.q, l.m.q.majority)
+	if freed < l.m.q.majority {
+		err := fmt.Errorf("%w: %q: released on %d of %d nodes, %d needed", ErrLeaseLost, l.Name(), freed, len(l.leases), l.m.q.majority)
+		l.finish(err, false)
+		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+	}
+	l.finish(nil, false)
+	return nil
+}
+
+// finish closes the lease once with err as its Err; with heldOnly, only
+// while no Unlock is under way (the Unlock's answer then decides).
+func (l *QuorumLease) finish(err error, heldOnly bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseEnded || (heldOnly && l.state != leaseHeld) {
+		return false
+	}
+	l.state = leaseEnded
+	l.err = err
+	close(l.done)
+	return true
+}
+
+// watch ends the lease when fewer than a majority of node leases are alive
+// or its deadline passes, whichever comes first; node renewals move the
+// deadline on. It stops at Unlock.
+func (l *QuorumLease) watch() {
+	defer close(l.ended)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	recv := func(ch any) reflect.SelectCase {
+		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
+	}
+	cases := []reflect.SelectCase{recv(l.stop), recv(t.C)}
+	for _, x := range l.leases {
+		if x != nil {
+			cases = append(cases, recv(x.Done()))
+		}
+	}
+	for {
+		d := l.deadline()
+		if d.IsZero() || !time.Now().Before(d) {
+			l.lose(d)
+			return
+		}
+		t.Reset(time.Until(d))
+		chosen, _, _ := reflect.Select(cases)
+		switch {
+		case chosen == 0:
+			return
+		case chosen > 1: // a node lease ended: not selected again
+			cases[chosen].Chan = reflect.Value{}
+		}
+	}
+}
+
+// lose ends a lease still held, and gives back the node holds left: alone
+// they are a minority that would only make others wait.
+func (l *QuorumLease) lose(d time.Time) {
+	why := "not confirmed on a majority before its deadline"
+	if d.IsZero() {
+		why = fmt.Sprintf("held on %d of %d nodes, %d needed", l.Nodes(), len(l.leases), l.m.q.majority)
+	}
+	// The give-back is counted before Done closes: a holder that sees Done
+	// and closes the Quorum must find it to wait for.
+	q := l.m.q
+	tracked := q.reserve()
+	if !l.finish(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), why), true) {
+		if tracked {
+			q.late.Done()
+		}
+		return
+	}
+	release := func() { quorumHolds{leases: l.leases}.release(context.Background(), q, len(l.leases)) }
+	if !tracked {
+		release()
+		return
+	}
+	go func() {
+		defer q.late.Done()
+		release()
+	}()
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

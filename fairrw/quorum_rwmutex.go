@@ -1,0 +1,380 @@
+package fairrw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/script"
+)
+
+// A QuorumRWMutex is a handle on one read-write lock held over a Quorum's
+// nodes, and one owner of it: on each node it is an RWMutex handle of that
+// node's Client, with the same name. It behaves as an RWMutex (reentrant
+// holds, downgrade, no upgrade), and a grant needs a majority of nodes.
+// Get handles from Quorum.RWMutex; do not copy them.
+type QuorumRWMutex struct {
+	q     *Quorum
+	name  string
+	nodes []*RWMutex
+	err   error // the name's validation error
+}
+
+// RWMutex returns a handle on the lock name over every node of the quorum.
+// An invalid name is reported by the handle's first call (ErrInvalidName).
+func (q *Quorum) RWMutex(name string) *QuorumRWMutex {
+	m := &QuorumRWMutex{q: q, name: name}
+	for _, c := range q.clients {
+		h := c.RWMutex(name)
+		if m.err == nil {
+			m.err = h.err
+		}
+		m.nodes = append(m.nodes, h)
+	}
+	return m
+}
+
+// Name returns the lock name.
+func (m *QuorumRWMutex) Name() string { return m.name }
+
+// Lock takes the write lock on a majority of nodes, waiting until it is
+// granted or ctx is done. Between rounds it sleeps until a release on any
+// node (pub/sub or invalidation) or at the latest the PTTL a refusing node
+// returned; after a round that split the nodes with other waiters, it first
+// waits a random delay. A round gives back every hold it got unless it got a
+// majority, so nothing stays behind when ctx ends.
+func (m *QuorumRWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+	return m.traced(ctx, "fairrw.Quorum.Lock", Write, true, opts)
+}
+
+// RLock takes a read lock on a majority of nodes, waiting as Lock does.
+func (m *QuorumRWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+	return m.traced(ctx, "fairrw.Quorum.RLock", Read, true, opts)
+}
+
+// TryLock makes one round of attempts at the write lock and returns
+// ErrNotAcquired unless a majority of nodes granted it.
+func (m *QuorumRWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+	return m.traced(ctx, "fairrw.Quorum.TryLock", Write, false, opts)
+}
+
+// TryRLock makes one round of attempts at a read lock and returns
+// ErrNotAcquired unless a majority of nodes granted it.
+func (m *QuorumRWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+	return m.traced(ctx, "fairrw.Quorum.TryRLock", Read, false, opts)
+}
+
+// traced runs acquire inside a span of the first node's Client.
+func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*QuorumLease, error) {
+	ctx, tr := m.q.clients[0].tel.startAcquire(ctx, op, m.name, mode)
+	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
+	tr.end(nil, err)
+	return l, err
+}
+
+// Backoff after a round that split the nodes between waiters: random in
+// [0, splitBackoff<<splits), at most maxSplitBackoff.
+const (
+	splitBackoff    = 5 * time.Millisecond
+	maxSplitBackoff = 200 * time.Millisecond
+)
+
+func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, rounds *int) (*QuorumLease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	cfg := acquireConfig{lease: m.q.leaseTime}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil AcquireOption", ErrInvalidOption)
+		}
+		if err := o.applyAcquire(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.q.enter(); err != nil {
+		return nil, err
+	}
+	var w *quorumWait
+	defer func() {
+		if w != nil {
+			w.leave()
+		}
+	}()
+	splits := 0
+	for {
+		*rounds++
+		out := m.round(ctx, mode, opts, cfg.lease)
+		if out.err != nil || out.lease != nil {
+			return out.lease, out.err
+		}
+		if !wait {
+			return nil, fmt.Errorf("%w: %q (%s): granted on %d of %d nodes, %d needed",
+				ErrNotAcquired, m.name, mode, out.granted, len(m.nodes), m.q.majority)
+		}
+		bound := min(out.bound, m.q.leaseTime/3)
+		if w == nil {
+			// Subscribe on every node before the next round, so that no
+			// release between the round and the sleep is missed.
+			w = m.join(mode)
+			if err := w.awaitSubscriptions(ctx, bound); err != nil {
+				return nil, m.waitError(err)
+			}
+			continue
+		}
+		if out.granted > 0 { // split with other waiters: let one of them win
+			splits = min(splits+1, 16)
+			delay := rand.N(min(splitBackoff<<splits, maxSplitBackoff))
+			if err := w.pause(ctx, delay); err != nil {
+				return nil, m.waitError(err)
+			}
+			continue
+		}
+		splits = 0
+		if err := w.sleep(ctx, bound); err != nil {
+			return nil, m.waitError(err)
+		}
+	}
+}
+
+func (m *QuorumRWMutex) waitError(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("fairrw: waiting for %q on a quorum: %w", m.name, err)
+}
+
+// nodeResult is one node's answer in a round.
+type nodeResult struct {
+	i     int
+	lease *Lease
+	bound time.Duration // the PTTL of a refusal
+	err   error
+}
+
+// roundOutcome is a round decided: a lease, or how many nodes granted
+// (given back since) and the shortest PTTL among the refusals.
+type roundOutcome struct {
+	lease   *QuorumLease
+	granted int
+	bound   time.Duration
+	err     error
+}
+
+// round makes one attempt on every node at once and waits for their
+// answers, at most the node timeout. With a majority of grants still valid
+// it returns the quorum lease; otherwise it gives back every grant. Nodes
+// that answer after the round was decided give back what they got.
+func (m *QuorumRWMutex) round(ctx context.Context, mode Mode, opts []AcquireOption, lease time.Duration) roundOutcome {
+	n := len(m.nodes)
+	results := make(chan nodeResult, n)
+	nctx, cancel := context.WithTimeout(ctx, m.q.nodeTimeout)
+	for i, h := range m.nodes {
+		go func() {
+			var attempts int
+			l, err := h.acquire(nctx, mode, false, opts, &attempts)
+			r := nodeResult{i: i, lease: l, err: err}
+			var refused *notAcquiredError
+			if errors.As(err, &refused) {
+				r.bound = refused.bound
+			}
+			results <- r
+		}()
+	}
+	grants := make([]*Lease, n)
+	out := roundOutcome{bound: m.q.nodeTimeout}
+	refusals, closed, answered := 0, 0, 0
+	var fatal error
+	timer := time.NewTimer(m.q.nodeTimeout)
+collect:
+	for answered < n {
+		select {
+		case r := <-results:
+			answered++
+			var refused *notAcquiredError
+			switch {
+			case r.err == nil:
+				grants[r.i] = r.lease
+			case errors.As(r.err, &refused):
+				if refusals == 0 || r.bound < out.bound {
+					out.bound = r.bound
+				}
+				refusals++
+			case errors.Is(r.err, ErrClosed):
+				closed++
+			case errors.Is(r.err, ErrNotAcquired), errors.Is(r.err, ErrPolicyMismatch),
+				errors.Is(r.err, ErrInvalidOption), errors.Is(r.err, ErrInvalidName):
+				// The same on every node (an upgrade, a name held under
+				// another policy): waiting would not change it.
+				fatal = r.err
+			}
+		case <-timer.C:
+			break collect
+		}
+	}
+	timer.Stop()
+	cancel() // the nodes still running give up, and give back what they got
+	if late := n - answered; late > 0 {
+		m.q.background(func() {
+			for range late {
+				if r := <-results; r.lease != nil {
+					_ = r.lease.Unlock(context.Background())
+				}
+			}
+		})
+	}
+
+	held := m.fence(ctx, mode, grants)
+	out.granted = held.count()
+	if out.granted >= m.q.majority {
+		l := newQuorumLease(m, mode, held, lease)
+		if !l.deadline().IsZero() && time.Now().Before(l.deadline()) {
+			l.start()
+			return roundOutcome{lease: l}
+		}
+	}
+	held.release(ctx, m.q, len(grants))
+	switch {
+	case fatal != nil:
+		out.err = fatal
+	case ctx.Err() != nil:
+		out.err = fmt.Errorf("fairrw: acquire %q on a quorum: %w", m.name, ctx.Err())
+	case closed >= m.q.majority:
+		out.err = ErrClosed
+	}
+	return out
+}
+
+// quorumHolds are the node leases of one grant, by node (nil where a node
+// did not grant), and its fencing token.
+type quorumHolds struct {
+	leases []*Lease
+	token  uint64
+}
+
+func (h quorumHolds) count() int {
+	n := 0
+	for _, l := range h.leases {
+		if l != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// release unlocks every node lease of h at once and returns how many were
+// freed. It waits for every node, except that once need of them are freed
+// it waits at most the node timeout more: a node that is down would hold an
+// Unlock for its Client's whole unlock timeout, so its release goes on in
+// the background (see Quorum.Close).
+func (h quorumHolds) release(ctx context.Context, q *Quorum, need int) int {
+	done := make(chan error, len(h.leases))
+	n := 0
+	for _, l := range h.leases {
+		if l != nil {
+			n++
+			go func() { done <- l.Unlock(ctx) }()
+		}
+	}
+	freed, answered := 0, 0
+	var grace <-chan time.Time
+wait:
+	for answered < n {
+		select {
+		case err := <-done:
+			answered++
+			if err == nil {
+				freed++
+			}
+			if freed == need && grace == nil {
+				t := time.NewTimer(q.nodeTimeout)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			break wait
+		}
+	}
+	if rest := n - answered; rest > 0 {
+		q.background(func() {
+			for range rest {
+				<-done
+			}
+		})
+	}
+	return freed
+}
+
+var fenceRaise = script.New("fence_raise", true)
+
+// fence picks the grant's fencing token, the highest of its nodes' tokens.
+// For a write grant the nodes whose counter is lower are raised to it first,
+// so that any later majority (which shares a node with this one) mints a
+// greater token; a node that could not be raised is given back. Under a
+// majority of grants nothing is raised: the round fails anyway.
+func (m *QuorumRWMutex) fence(ctx context.Context, mode Mode, grants []*Lease) quorumHolds {
+	h := quorumHolds{leases: grants}
+	for _, l := range grants {
+		if l != nil {
+			h.token = max(h.token, l.Token())
+		}
+	}
+	if mode != Write || h.count() < m.q.majority {
+		return h
+	}
+	type raised struct {
+		i   int
+		err error
+	}
+	done := make(chan raised, len(grants))
+	n := 0
+	for i, l := range grants {
+		if l == nil || l.Token() == h.token {
+			continue
+		}
+		n++
+		go func() {
+			c := m.nodes[i].c
+			rctx, cancel := context.WithTimeout(ctx, m.q.nodeTimeout)
+			defer cancel()
+			_, err := fenceRaise.Exec(rctx, c.rdb, []string{compat.Fence(m.name)}, []string{fmt.Sprint(h.token)}).AsInt64()
+			done <- raised{i, err}
+		}()
+	}
+	var dropped quorumHolds
+	dropped.leases = make([]*Lease, len(grants))
+	for range n {
+		if r := <-done; r.err != nil {
+			dropped.leases[r.i], h.leases[r.i] = h.leases[r.i], nil
+		}
+	}
+	dropped.release(ctx, m.q, len(grants))
+	return h
+}
+
+// majorityDeadline is the time until which a majority of leases is known to
+// be held: the majority-th latest of their deadlines. It is zero when fewer
+// than a majority are alive.
+func majorityDeadline(leases []*Lease, majority int) time.Time {
+	var ds []time.Time
+	for _, l := range leases {
+		if l == nil {
+			continue
+		}
+		select {
+		case <-l.Done():
+			continue
+		default:
+		}
+		ds = append(ds, l.Deadline())
+	}
+	if len(ds) < majority {
+		return time.Time{}
+	}
+	slices.SortFunc(ds, func(a, b time.Time) int { return b.Compare(a) })
+	return ds[majority-1]
+}

@@ -1,0 +1,332 @@
+package fairrw_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// quorumNodes starts n miniredis nodes and one Client on each, and returns
+// a Quorum over them, all closed at cleanup.
+func quorumNodes(t *testing.T, n int, policy fairrw.Policy, lease time.Duration, qopts ...fairrw.QuorumOption) (*fairrw.Quorum, []*miniredis.Miniredis) {
+	t.Helper()
+	var nodes []*miniredis.Miniredis
+	var clients []*fairrw.Client
+	for range n {
+		mr, opt := redistest.Miniredis(t)
+		c, err := fairrw.New(fairrw.WithClientOption(opt), fairrw.WithPolicy(policy), fairrw.WithLeaseTime(lease),
+			fairrw.WithUnlockTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		nodes = append(nodes, mr)
+		clients = append(clients, c)
+	}
+	q, err := fairrw.NewQuorum(clients, append([]fairrw.QuorumOption{fairrw.WithNodeTimeout(500 * time.Millisecond)}, qopts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q, nodes
+}
+
+func quorumCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestQuorumExclusion: under every policy, a write quorum excludes reads and
+// writes of other handles, readers share, and a release lets the next in.
+func TestQuorumExclusion(t *testing.T) {
+	for _, p := range locktest.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			q, _ := quorumNodes(t, 3, p, 10*time.Second)
+			ctx := quorumCtx(t)
+			a, b := q.RWMutex("q:excl"), q.RWMutex("q:excl")
+			w, err := a.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Nodes() != 3 {
+				t.Errorf("write held on %d nodes, want 3", w.Nodes())
+			}
+			if _, err := b.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock under a write quorum: %v, want ErrNotAcquired", err)
+			}
+			if _, err := b.TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryRLock under a write quorum: %v, want ErrNotAcquired", err)
+			}
+			got := make(chan *fairrw.QuorumLease, 1)
+			go func() {
+				l, err := b.RLock(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- l
+			}()
+			select {
+			case <-got:
+				t.Fatal("a read quorum was granted under a write quorum")
+			case <-time.After(100 * time.Millisecond):
+			}
+			if err := w.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r1 := <-got
+			if r1 == nil {
+				t.FailNow()
+			}
+			r2, err := q.RWMutex("q:excl").TryRLock(ctx)
+			if err != nil {
+				t.Fatalf("a second reader: %v", err)
+			}
+			if _, err := a.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock under read quorums: %v, want ErrNotAcquired", err)
+			}
+			for _, l := range []*fairrw.QuorumLease{r1, r2} {
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Unlock(ctx); !errors.Is(err, fairrw.ErrNotHeld) {
+				t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+// TestQuorumMinorityDown: with one node of three down, a grant still needs
+// and gets the two others; with two down, nothing is granted and nothing
+// stays behind on the node left.
+func TestQuorumMinorityDown(t *testing.T) {
+	q, nodes := quorumNodes(t, 3, fairrw.Redisson(), 10*time.Second, fairrw.WithNodeTimeout(200*time.Millisecond))
+	ctx := quorumCtx(t)
+	nodes[0].Close()
+	l, err := q.RWMutex("q:down").Lock(ctx)
+	if err != nil {
+		t.Fatalf("one node down: %v", err)
+	}
+	if l.Nodes() != 2 {
+		t.Errorf("held on %d nodes, want 2", l.Nodes())
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	nodes[1].Close()
+	if _, err := q.RWMutex("q:down").TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+		t.Fatalf("two nodes down: %v, want ErrNotAcquired", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	if _, err := q.RWMutex("q:down").Lock(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock with two nodes down: %v, want DeadlineExceeded", err)
+	}
+	if err := q.Close(); err != nil { // the late attempts have given back their holds
+		t.Fatal(err)
+	}
+	eventuallyNoLockKeys(t, nodes[2])
+}
+
+// eventuallyNoLockKeys fails unless the node is left with no key but
+// fencing counters (which outlive locks) within a second: unlock latches
+// are deleted right after their unlock, by a janitor of the Client.
+func eventuallyNoLockKeys(t *testing.T, node *miniredis.Miniredis) {
+	t.Helper()
+	var left []string
+	for range 100 {
+		left = left[:0]
+		for _, k := range node.Keys() {
+			if !strings.HasPrefix(k, "fairrw_fence:") {
+				left = append(left, k)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("keys left on the live node: %v", left)
+}
+
+// TestQuorumNodeLostWhileHeld: a watchdog lease held on three nodes
+// survives the loss of one (renewed on the two left) and is reported lost
+// when a second goes.
+func TestQuorumNodeLostWhileHeld(t *testing.T) {
+	const lease = 900 * time.Millisecond
+	q, nodes := quorumNodes(t, 3, fairrw.WriterPreferring(), lease)
+	ctx := quorumCtx(t)
+	l, err := q.RWMutex("q:lost").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[2].Close()
+	select {
+	case <-l.Done():
+		t.Fatalf("lost with two of three nodes alive: %v", l.Err())
+	case <-time.After(3 * lease):
+	}
+	if n := l.Nodes(); n != 2 {
+		t.Errorf("held on %d nodes after one died, want 2", n)
+	}
+	nodes[1].Close()
+	select {
+	case <-l.Done():
+		if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
+			t.Fatalf("Err = %v, want ErrLeaseLost", l.Err())
+		}
+	case <-time.After(3 * lease):
+		t.Fatal("not reported lost with one node of three left")
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, fairrw.ErrNotHeld) {
+		t.Fatalf("Unlock of a lost lease: %v, want ErrNotHeld", err)
+	}
+	// The hold left on the live node was given back.
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyNoLockKeys(t, nodes[0])
+}
+
+// TestQuorumTokensMonotonic: node counters that drifted apart (one node far
+// ahead) do not make tokens go back: the first grant raises the others to
+// its token, so a later majority without the node ahead still goes higher.
+func TestQuorumTokensMonotonic(t *testing.T) {
+	q, nodes := quorumNodes(t, 3, fairrw.PhaseFair(), 10*time.Second)
+	ctx := quorumCtx(t)
+	if err := nodes[0].Set("fairrw_fence:{q:fence}", "100"); err != nil {
+		t.Fatal(err)
+	}
+	m := q.RWMutex("q:fence")
+	first, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Token() != 101 {
+		t.Errorf("first token %d, want 101 (the highest node's)", first.Token())
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].Close()
+	second, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Token() <= first.Token() {
+		t.Errorf("second token %d not above the first %d", second.Token(), first.Token())
+	}
+	r, err := q.RWMutex("q:fence").TryRLock(ctx)
+	if err == nil {
+		t.Fatalf("read granted under the write")
+	}
+	_ = r
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuorumHammer: writers on separate handles over three nodes never
+// overlap, and every one gets through (contending rounds that split the
+// nodes back off and retry).
+func TestQuorumHammer(t *testing.T) {
+	q, _ := quorumNodes(t, 3, fairrw.Redisson(), 10*time.Second)
+	ctx := quorumCtx(t)
+	var inside, done atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := q.RWMutex("q:hammer")
+			for range 5 {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					t.Error("two writers inside at once")
+				}
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := l.Unlock(ctx); err != nil {
+					t.Error(err)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if done.Load() != 20 {
+		t.Fatalf("%d of 20 write holds completed", done.Load())
+	}
+}
+
+// TestNewQuorumRefusesBadInput: invalid clients and options are refused
+// before anything is sent.
+func TestNewQuorumRefusesBadInput(t *testing.T) {
+	_, opt := redistest.Miniredis(t)
+	mk := func(opts ...fairrw.Option) *fairrw.Client {
+		c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	a, b := mk(), mk()
+	closed := mk()
+	_ = closed.Close()
+	for name, tc := range map[string]struct {
+		clients []*fairrw.Client
+		opts    []fairrw.QuorumOption
+	}{
+		"none":           {nil, nil},
+		"nil client":     {[]*fairrw.Client{a, nil}, nil},
+		"twice":          {[]*fairrw.Client{a, a}, nil},
+		"policies":       {[]*fairrw.Client{a, mk(fairrw.WithPolicy(fairrw.Redisson()))}, nil},
+		"lease times":    {[]*fairrw.Client{a, mk(fairrw.WithLeaseTime(time.Second))}, nil},
+		"closed":         {[]*fairrw.Client{a, closed}, nil},
+		"node timeout":   {[]*fairrw.Client{a, b}, []fairrw.QuorumOption{fairrw.WithNodeTimeout(0)}},
+		"drift":          {[]*fairrw.Client{a, b}, []fairrw.QuorumOption{fairrw.WithClockDrift(0.9)}},
+		"nil option":     {[]*fairrw.Client{a, b}, []fairrw.QuorumOption{nil}},
+		"negative drift": {[]*fairrw.Client{a, b}, []fairrw.QuorumOption{fairrw.WithClockDrift(-0.1)}},
+	} {
+		if _, err := fairrw.NewQuorum(tc.clients, tc.opts...); !errors.Is(err, fairrw.ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	q, err := fairrw.NewQuorum([]*fairrw.Client{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if q.Majority() != 2 || q.Nodes() != 2 {
+		t.Errorf("2 nodes: majority %d of %d, want 2 of 2", q.Majority(), q.Nodes())
+	}
+	if _, err := q.RWMutex("").Lock(context.Background()); !errors.Is(err, fairrw.ErrInvalidName) {
+		t.Errorf("empty name: %v, want ErrInvalidName", err)
+	}
+	raw, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if n, _ := raw.Do(context.Background(), raw.B().Dbsize().Build()).AsInt64(); n != 0 {
+		t.Errorf("bad input left %d keys", n)
+	}
+}
