@@ -80,7 +80,7 @@ func (m *RWMutex) attempt(ctx context.Context, mode Mode, cfg acquireConfig, wai
 			}
 			return got, nil
 		}
-		if definite(err) {
+		if definite(err) || (cfg.unreachableFails && !reached) {
 			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
 		}
 		if ctx.Err() != nil || m.c.isClosing() {
@@ -114,7 +114,7 @@ func (m *RWMutex) settle(ctx context.Context, mode Mode, owner, attempt string) 
 		granted, err := abortAttempt(ctx, m.c, &m.keys, attempt)
 		if err == nil {
 			if granted {
-				_, _ = m.release(ctx, mode, owner, attempt, true)
+				_, _ = m.release(ctx, mode, owner, attempt, true, false)
 			}
 			return
 		}
@@ -130,7 +130,11 @@ func (m *RWMutex) settle(ctx context.Context, mode Mode, owner, attempt string) 
 // context detached from the caller's cancellation and bounded by the unlock
 // timeout, retrying lost replies with the same request id (the unlock latch
 // makes that idempotent). The latch is deleted afterwards, as Java does.
-func (m *RWMutex) release(ctx context.Context, mode Mode, owner, attempt string, abort bool) (releaseResult, error) {
+//
+// With unreachableFails it gives up at once when it cannot connect (no try
+// has reached Redis): a quorum's release of a node that is down, whose hold
+// runs out with its lease, must not hold up the release of the others.
+func (m *RWMutex) release(ctx context.Context, mode Mode, owner, attempt string, abort, unreachableFails bool) (releaseResult, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
 	defer cancel()
 	req := releaseRequest{
@@ -145,13 +149,15 @@ func (m *RWMutex) release(ctx context.Context, mode Mode, owner, attempt string,
 		publish:  m.c.publish,
 	}
 	backoff := minRetryBackoff
+	reached := false
 	for {
 		res, err := m.policy.release(ctx, m.c.rdb, &m.keys, &req)
 		if err == nil {
 			m.c.janitor.drop(m.policy.unlockLatch(&m.keys, req.request))
 			return res, nil
 		}
-		if definite(err) {
+		reached = reached || !unsent(err)
+		if definite(err) || (unreachableFails && !reached) {
 			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
 		}
 		if serr := sleepCtx(ctx, nil, backoff); serr != nil {

@@ -110,6 +110,12 @@ func (l *Lease) Deadline() time.Time {
 // by the Client's unlock timeout, and retries safely. It returns ErrNotHeld
 // if the lease was unlocked before or lost, or if Redis no longer had it.
 func (l *Lease) Unlock(ctx context.Context) error {
+	return l.unlockAs(ctx, false)
+}
+
+// unlockAs is Unlock; with unreachableFails, a release that cannot connect
+// gives up at once (see RWMutex.release).
+func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	c := l.m.c
 	if err := c.enter(); err != nil {
 		return err
@@ -128,13 +134,13 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.mu.Unlock()
 
 	span := l.m.tel.startUnlock(ctx, l)
-	err := l.unlock(ctx)
+	err := l.unlock(ctx, unreachableFails)
 	l.m.tel.endUnlock(span, l, err)
 	return err
 }
 
-func (l *Lease) unlock(ctx context.Context) error {
-	res, err := l.m.release(ctx, l.mode, l.owner, l.attempt, false)
+func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
+	res, err := l.m.release(ctx, l.mode, l.owner, l.attempt, false, unreachableFails)
 	switch {
 	case err != nil:
 		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)

@@ -246,7 +246,18 @@ type acquireConfig struct {
 	// belongs to, fixed when the acquire begins (RWMutex.begin). Every
 	// command of the acquire, and of the hold it grants, uses it.
 	owner string
+	// unreachableFails is not an option either: a quorum's node attempt
+	// gives up at once when it cannot connect, rather than retry until its
+	// round's timeout (the round counts the node as refusing).
+	unreachableFails bool
 }
+
+// failUnreachable is the quorum rounds' internal acquire option (see
+// acquireConfig.unreachableFails).
+var failUnreachable AcquireOption = acquireOptionFunc(func(c *acquireConfig) error {
+	c.unreachableFails = true
+	return nil
+})
 
 // WithLease holds the lock for exactly d unless unlocked earlier: there is
 // no renewal, and the Lease's Done closes with ErrLeaseLost when d has

@@ -81,9 +81,11 @@ const driftFloor = 2 * time.Millisecond
 
 // WithNodeTimeout bounds how long one round of a quorum acquire waits for a
 // node: a node that has not answered by then counts as refusing (what it
-// grants later is given back). It should be small against the lease, so
-// that a dead node costs little of it. The default is a hundredth of the
-// lease, at least 50ms and at most 1s.
+// grants later is given back). A node that refuses connections counts as
+// refusing at once; the timeout is what a node that does not answer
+// (paused, cut off) costs each round. It should be small against the
+// lease. The default is a hundredth of the lease, at least 50ms and at
+// most 1s.
 func WithNodeTimeout(d time.Duration) QuorumOption {
 	return quorumOptionFunc(func(c *quorumConfig) error {
 		if d <= 0 {

@@ -44,8 +44,11 @@ func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Durat
 	}
 }
 
-// start begins watching the node leases.
-func (l *QuorumLease) start() { go l.watch() }
+// start counts the lease in its handle and begins watching its node leases.
+func (l *QuorumLease) start() {
+	l.m.count(l.mode, 1)
+	go l.watch()
+}
 
 // Name returns the lock name.
 func (l *QuorumLease) Name() string { return l.m.name }
@@ -135,6 +138,7 @@ func (l *QuorumLease) finish(err error, heldOnly bool) bool {
 	}
 	l.state = leaseEnded
 	l.err = err
+	l.m.count(l.mode, -1) // before Done closes: a holder may lock again at once
 	close(l.done)
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fairrw/rwlock/compat"
@@ -22,6 +23,13 @@ type QuorumRWMutex struct {
 	name  string
 	nodes []*RWMutex
 	err   error // the name's validation error
+
+	// The handle's own quorum leases alive, by mode, for the upgrade
+	// check. A node handle's counts are not enough: a node lease given
+	// back in the background (a round decided without it, an Unlock's
+	// straggler) still counts there for a while.
+	mu   sync.Mutex
+	held holdCounts
 }
 
 // RWMutex returns a handle on the lock name over every node of the quorum.
@@ -99,6 +107,9 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 	if err := m.q.enter(); err != nil {
 		return nil, err
 	}
+	if mode == Write && m.upgrade() {
+		return nil, fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.name)
+	}
 	var w *quorumWait
 	defer func() {
 		if w != nil {
@@ -173,6 +184,9 @@ func (m *QuorumRWMutex) round(ctx context.Context, mode Mode, opts []AcquireOpti
 	n := len(m.nodes)
 	results := make(chan nodeResult, n)
 	nctx, cancel := context.WithTimeout(ctx, m.q.nodeTimeout)
+	// A node that refuses connections counts as refusing at once, not at
+	// the node timeout: its attempt never reached it, so it holds nothing.
+	opts = append(opts[:len(opts):len(opts)], failUnreachable)
 	for i, h := range m.nodes {
 		go func() {
 			var attempts int
@@ -206,10 +220,11 @@ collect:
 				refusals++
 			case errors.Is(r.err, ErrClosed):
 				closed++
-			case errors.Is(r.err, ErrNotAcquired), errors.Is(r.err, ErrPolicyMismatch),
-				errors.Is(r.err, ErrInvalidOption), errors.Is(r.err, ErrInvalidName):
-				// The same on every node (an upgrade, a name held under
-				// another policy): waiting would not change it.
+			case errors.Is(r.err, ErrPolicyMismatch), errors.Is(r.err, ErrInvalidOption), errors.Is(r.err, ErrInvalidName):
+				// The name is held under another policy: waiting would
+				// not change it. (A node's upgrade refusal is not fatal:
+				// the handle checked for an upgrade itself, so it comes
+				// from a hold being given back there, soon gone.)
 				fatal = r.err
 			}
 		case <-timer.C:
@@ -222,7 +237,7 @@ collect:
 		m.q.background(func() {
 			for range late {
 				if r := <-results; r.lease != nil {
-					_ = r.lease.Unlock(context.Background())
+					_ = r.lease.unlockAs(context.Background(), true)
 				}
 			}
 		})
@@ -277,7 +292,7 @@ func (h quorumHolds) release(ctx context.Context, q *Quorum, need int) int {
 	for _, l := range h.leases {
 		if l != nil {
 			n++
-			go func() { done <- l.Unlock(ctx) }()
+			go func() { done <- l.unlockAs(ctx, true) }()
 		}
 	}
 	freed, answered := 0, 0
@@ -377,4 +392,18 @@ func majorityDeadline(leases []*Lease, majority int) time.Time {
 	}
 	slices.SortFunc(ds, func(a, b time.Time) int { return b.Compare(a) })
 	return ds[majority-1]
+}
+
+// upgrade reports whether the handle holds a read and not the write.
+func (m *QuorumRWMutex) upgrade() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held.upgrade()
+}
+
+// count tracks the handle's quorum leases: +1 at a grant, -1 at its end.
+func (m *QuorumRWMutex) count(mode Mode, delta int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.held.add(mode, delta)
 }

@@ -19,7 +19,11 @@ type quorumWait struct {
 func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
 	w := &quorumWait{}
 	for _, h := range m.nodes {
-		w.waiters = append(w.waiters, h.c.waits.join(&h.keys, mode, h.Owner()))
+		x := h.c.waits.join(&h.keys, mode, h.Owner())
+		h.c.waits.mu.Lock()
+		x.unqueued = true // see onMessage
+		h.c.waits.mu.Unlock()
+		w.waiters = append(w.waiters, x)
 		w.closers = append(w.closers, h.c.closing)
 	}
 	return w

@@ -41,11 +41,10 @@ type RWMutex struct {
 	// the same lock as the owner is chosen.
 	mu        sync.Mutex
 	ownerID   uint64
-	owner     string // "<client UUID>:<owner id>"
-	reads     int64  // read leases this handle holds, for the upgrade check
-	writes    int64  // write leases this handle holds
-	acquiring int64  // acquires in flight: they may still be granted under owner
-	tenured   bool   // a tenure has begun under owner: the next needs a new one
+	owner     string     // "<client UUID>:<owner id>"
+	held      holdCounts // leases this handle holds, for the upgrade check
+	acquiring int64      // acquires in flight: they may still be granted under owner
+	tenured   bool       // a tenure has begun under owner: the next needs a new one
 }
 
 // Name returns the lock name.

@@ -35,10 +35,10 @@ func (m *RWMutex) begin(mode Mode) (string, error) {
 	defer m.mu.Unlock()
 	// A reader asking for the write would wait for itself forever. An owner
 	// that holds the write (and maybe reads under it) may take it again.
-	if mode == Write && m.reads > 0 && m.writes == 0 {
+	if mode == Write && m.held.upgrade() {
 		return "", fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.keys.name)
 	}
-	if m.tenured && m.reads+m.writes+m.acquiring == 0 {
+	if m.tenured && m.held.reads+m.held.writes+m.acquiring == 0 {
 		m.ownerID = m.c.owners.Add(1)
 		m.owner = compat.Owner(m.c.id, m.ownerID)
 	}
@@ -61,9 +61,20 @@ func (m *RWMutex) end() {
 func (m *RWMutex) count(mode Mode, delta int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.held.add(mode, delta)
+}
+
+// holdCounts counts an owner's leases by mode (guarded by its owner's lock).
+type holdCounts struct{ reads, writes int64 }
+
+func (h *holdCounts) add(mode Mode, delta int64) {
 	if mode == Read {
-		m.reads += delta
+		h.reads += delta
 	} else {
-		m.writes += delta
+		h.writes += delta
 	}
 }
+
+// upgrade reports whether the owner holds a read and not the write: a write
+// would wait for itself.
+func (h *holdCounts) upgrade() bool { return h.reads > 0 && h.writes == 0 }

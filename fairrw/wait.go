@@ -51,13 +51,16 @@ type waitGroup struct {
 }
 
 type waiter struct {
-	group   *waitGroup
-	mode    Mode
-	owner   string
-	wake    chan wakeSource // one slot: a doorbell
-	busy    bool            // retrying now (guarded by waitRegistry.mu)
-	source  wakeSource      // what woke it last
-	closing <-chan struct{}
+	group *waitGroup
+	mode  Mode
+	owner string
+	wake  chan wakeSource // one slot: a doorbell
+	busy  bool            // retrying now (guarded by waitRegistry.mu)
+	// unqueued: a quorum's waiter, which keeps no place in a fair
+	// policy's queue, so no "w:<owner>" message ever names it.
+	unqueued bool
+	source   wakeSource // what woke it last
+	closing  <-chan struct{}
 }
 
 func newWaitRegistry(c *Client) *waitRegistry {
@@ -173,7 +176,16 @@ func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
 		r.wakeReadersLocked(g)
 		r.wakeOneLocked(g, wakePubSub, Write)
 	case msg == "r":
+		// Every reader may enter; so may a writer, if none is queued
+		// (else the release would have named it): only an unqueued one
+		// can be waiting for that.
 		r.wakeReadersLocked(g)
+		for _, w := range g.waiters {
+			if w.mode == Write && w.unqueued {
+				r.signalLocked(w, wakePubSub)
+				break
+			}
+		}
 	case strings.HasPrefix(msg, "w:"):
 		owner := msg[2:]
 		for _, w := range g.waiters {

@@ -3,7 +3,9 @@
 // believed-held interval (Hold).
 //
 // A Recorder wraps the fairrw calls (Recorder.Acquire, Recorder.Release) and
-// watches every granted lease's Done channel. Its record is checked by:
+// watches every granted lease's Done channel. Acquires of other locks (a
+// fairrw.QuorumRWMutex) are recorded with Recorder.Acquired; their leases
+// are Held like a fairrw.Lease. Its record is checked by:
 //
 //   - CheckExclusion: no write hold overlaps a hold of another owner;
 //   - CheckFencing: write tenures get strictly increasing tokens, and a read

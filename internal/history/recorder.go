@@ -20,7 +20,7 @@ import (
 type Recorder struct {
 	mu      sync.Mutex
 	ops     []Op
-	leases  map[*fairrw.Lease]*tracked
+	leases  map[Held]*tracked
 	tracked []*tracked
 	nextID  uint64
 	ended   bool
@@ -36,18 +36,31 @@ type Recorder struct {
 	CancelGivesBack bool
 }
 
+// A Held is a granted lease the Recorder watches and releases: a
+// *fairrw.Lease, or the lease of another lock (a *fairrw.QuorumLease).
+type Held interface {
+	Name() string
+	Mode() fairrw.Mode
+	Token() uint64
+	// Deadline is the lease's local deadline; the zero time once it is
+	// no longer known (a QuorumLease lost its majority).
+	Deadline() time.Time
+	Done() <-chan struct{}
+	Unlock(ctx context.Context) error
+}
+
 // tracked is one lease the Recorder granted: its hold, and whether the hold
 // has ended (by an Unlock call or by its loss). Guarded by Recorder.mu.
 type tracked struct {
 	id    uint64
-	lease *fairrw.Lease
+	lease Held
 	hold  Hold
 	ended bool
 }
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{leases: make(map[*fairrw.Lease]*tracked), stop: make(chan struct{})}
+	return &Recorder{leases: make(map[Held]*tracked), stop: make(chan struct{})}
 }
 
 // Acquire takes a hold of mode on m, by TryLock/TryRLock if try is set,
@@ -65,6 +78,16 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 	if l != nil {
 		op.Owner = l.Owner()
 	}
+	r.Acquired(op, l, err)
+	return l, err
+}
+
+// Acquired records an acquire made without Acquire, on a lock other than a
+// fairrw.RWMutex (a fairrw.QuorumRWMutex): op has its Owner, Lock, Mode,
+// Call and Return set, l is the lease granted and err the call's error. A
+// granted lease (err nil) is watched as Acquire's are.
+func (r *Recorder) Acquired(op Op, l Held, err error) {
+	op.Kind = Acquire
 	op.Outcome = acquireOutcome(err)
 	if r.CancelGivesBack && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		op.Outcome = Refused
@@ -72,11 +95,10 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 	if err != nil {
 		op.Err = err.Error()
 		r.Record(op)
-		return l, err
+		return
 	}
 	op.Token, op.Deadline = l.Token(), l.Deadline()
 	r.track(op, l)
-	return l, nil
 }
 
 // acquireOutcome classifies an acquire's error: refusals and invalid calls
@@ -96,7 +118,7 @@ func acquireOutcome(err error) Outcome {
 }
 
 // track records a granted acquire and starts watching its lease.
-func (r *Recorder) track(op Op, l *fairrw.Lease) {
+func (r *Recorder) track(op Op, l Held) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++
@@ -133,10 +155,11 @@ func (r *Recorder) watch(t *tracked) {
 
 // lose ends t's hold because its lease's Done closed, seen at seen, and
 // records a Lost op. The lease closes Done no later than its local
-// deadline, so the hold ended at the earlier of the two.
+// deadline, so the hold ended at the earlier of the two (at seen when the
+// deadline is no longer known).
 func (r *Recorder) lose(t *tracked, seen time.Time) {
 	end := seen
-	if d := t.lease.Deadline(); d.Before(end) {
+	if d := t.lease.Deadline(); !d.IsZero() && d.Before(end) {
 		end = d
 	}
 	r.mu.Lock()
@@ -158,7 +181,7 @@ func (r *Recorder) lose(t *tracked, seen time.Time) {
 // the hold ended then (a Lost op is recorded first, if the watch has not
 // yet); otherwise it ends now, at the Unlock call. A lease that this
 // Recorder did not grant is recorded with no owner and no Lease id.
-func (r *Recorder) Release(ctx context.Context, l *fairrw.Lease) error {
+func (r *Recorder) Release(ctx context.Context, l Held) error {
 	call := time.Now()
 	r.mu.Lock()
 	t := r.leases[l]

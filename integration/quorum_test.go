@@ -1,0 +1,355 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// quorumSizes are the node counts every quorum test runs on: 3 nodes
+// survive the loss of one, 5 the loss of two.
+var quorumSizes = []int{3, 5}
+
+// quorumUnlockTimeout bounds the Unlock (and the give-back of a late grant)
+// on a node that is down or paused: it retries until then.
+const quorumUnlockTimeout = time.Second
+
+// quorumNodes are independent redis-server processes, the nodes of a
+// quorum, each with a raw client for inspection.
+type quorumNodes struct {
+	servers []*redistest.Redis
+	raws    []rueidis.Client
+}
+
+// startQuorumNodes starts n redis-server processes, killed at cleanup.
+func startQuorumNodes(t *testing.T, n int) *quorumNodes {
+	t.Helper()
+	qn := &quorumNodes{}
+	for range n {
+		r := redistest.StartProcess(t)
+		qn.servers = append(qn.servers, r)
+		qn.raws = append(qn.raws, r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }))
+	}
+	return qn
+}
+
+// quorum returns a Quorum over every node, as one process would build it:
+// Clients of its own (one per node, over tr, with opts), closed at cleanup
+// after the Quorum (cleanups run last in first out).
+func (qn *quorumNodes) quorum(t *testing.T, tr transport, qopts []fairrw.QuorumOption, opts ...fairrw.Option) *fairrw.Quorum {
+	t.Helper()
+	opts = append([]fairrw.Option{fairrw.WithUnlockTimeout(quorumUnlockTimeout)}, opts...)
+	clients := make([]*fairrw.Client, len(qn.servers))
+	for i, r := range qn.servers {
+		clients[i] = newClientOn(t, r.ClientOption(), tr, opts...)
+	}
+	q, err := fairrw.NewQuorum(clients, qopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+// kill SIGKILLs the nodes at idx.
+func (qn *quorumNodes) kill(t *testing.T, idx ...int) {
+	t.Helper()
+	for _, i := range idx {
+		qn.servers[i].Kill(t)
+	}
+}
+
+// lockKeys lists the keys on node i other than fencing counters (which
+// outlive their locks by design).
+func (qn *quorumNodes) lockKeys(t *testing.T, i int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys, err := qn.raws[i].Do(ctx, qn.raws[i].B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("KEYS on node %d: %v", i, err)
+	}
+	var out []string
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "fairrw_fence:") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// expectNoLockKeys fails t unless, within a few seconds, no node in idx
+// holds a key other than a fencing counter. Close the Quorums first: Close
+// waits for the give-backs still running. The wait is for latches (attempt
+// and unlock ids, which expire within the unlock timeout) that commands
+// queued to a paused node wrote once it resumed.
+func (qn *quorumNodes) expectNoLockKeys(t *testing.T, idx ...int) {
+	t.Helper()
+	deadline := time.Now().Add(quorumUnlockTimeout + 2*time.Second)
+	for _, i := range idx {
+		for {
+			keys := qn.lockKeys(t, i)
+			if len(keys) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("node %d: keys left: %s", i, qn.describe(t, i, keys))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// describe lists keys of node i with their PTTL, for failure reports.
+func (qn *quorumNodes) describe(t *testing.T, i int, keys []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		pttl, err := qn.raws[i].Do(context.Background(), qn.raws[i].B().Pttl().Key(k).Build()).AsInt64()
+		fmt.Fprintf(&b, "%q (pttl %d, %v) ", k, pttl, err)
+	}
+	return b.String()
+}
+
+// span returns the indexes from..to-1.
+func span(from, to int) []int {
+	var idx []int
+	for i := from; i < to; i++ {
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+// quorumLock takes m in mode, waiting, and reports how long it took.
+func quorumLock(ctx context.Context, m *fairrw.QuorumRWMutex, mode fairrw.Mode) (*fairrw.QuorumLease, time.Duration, error) {
+	start := time.Now()
+	var l *fairrw.QuorumLease
+	var err error
+	if mode == fairrw.Write {
+		l, err = m.Lock(ctx)
+	} else {
+		l, err = m.RLock(ctx)
+	}
+	return l, time.Since(start), err
+}
+
+// TestQuorumGrantWithMinorityDown: with up to (n-1)/2 nodes killed, writes
+// and reads are granted by the nodes left (Nodes counts them), Unlock
+// succeeds, and nothing stays on the live nodes. An acquire costs at most
+// one node timeout: the dead nodes count as refusing once it passes.
+func TestQuorumGrantWithMinorityDown(t *testing.T) {
+	const nodeTimeout = 200 * time.Millisecond
+	for _, n := range quorumSizes {
+		for down := 1; down <= (n-1)/2; down++ {
+			t.Run(fmt.Sprintf("nodes=%d/down=%d", n, down), func(t *testing.T) {
+				qn := startQuorumNodes(t, n)
+				q := qn.quorum(t, transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(nodeTimeout)},
+					fairrw.WithPolicy(fairrw.WriterPreferring()), fairrw.WithLeaseTime(5*time.Second))
+				ctx := testCtx(t)
+				qn.kill(t, span(0, down)...)
+				m := q.RWMutex("quorum:minority")
+				for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+					l, took, err := quorumLock(ctx, m, mode)
+					if err != nil {
+						t.Fatalf("%s with %d of %d nodes down: %v", mode, down, n, err)
+					}
+					t.Logf("%s granted on %d of %d nodes in %v (token %d)", mode, l.Nodes(), n, took.Round(time.Millisecond), l.Token())
+					if l.Nodes() != n-down {
+						t.Errorf("%s held on %d nodes, want %d", mode, l.Nodes(), n-down)
+					}
+					if took > nodeTimeout+time.Second {
+						t.Errorf("%s took %v with %d nodes down: more than the node timeout %v and a second", mode, took, down, nodeTimeout)
+					}
+					if err := l.Unlock(ctx); err != nil {
+						t.Fatalf("Unlock of %s: %v", mode, err)
+					}
+				}
+				l, err := m.TryLock(ctx)
+				if err != nil {
+					t.Fatalf("TryLock with %d of %d nodes down: %v", down, n, err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				closing := time.Now()
+				if err := q.Close(); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("Close waited %v for the attempts on the dead nodes", time.Since(closing).Round(time.Millisecond))
+				qn.expectNoLockKeys(t, span(down, n)...)
+			})
+		}
+	}
+}
+
+// TestQuorumNoGrantWithMajorityDown: with a majority of nodes killed,
+// TryLock and TryRLock are refused, Lock ends with its ctx, and the holds
+// the live nodes granted meanwhile were all given back.
+func TestQuorumNoGrantWithMajorityDown(t *testing.T) {
+	for _, n := range quorumSizes {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			qn := startQuorumNodes(t, n)
+			q := qn.quorum(t, transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(100 * time.Millisecond)},
+				fairrw.WithPolicy(fairrw.Redisson()), fairrw.WithLeaseTime(5*time.Second))
+			ctx := testCtx(t)
+			down := n/2 + 1
+			qn.kill(t, span(0, down)...)
+			m := q.RWMutex("quorum:majority")
+			if l, err := m.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock with %d of %d nodes down: %v, %v; want ErrNotAcquired", down, n, l, err)
+			}
+			if l, err := m.TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryRLock with %d of %d nodes down: %v, %v; want ErrNotAcquired", down, n, l, err)
+			}
+			for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+				short, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+				l, took, err := quorumLock(short, m, mode)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("%s with %d of %d nodes down: %v, %v; want DeadlineExceeded", mode, down, n, l, err)
+				}
+				if took > 2*time.Second {
+					t.Errorf("%s with a 600ms ctx returned after %v", mode, took)
+				}
+			}
+			if err := q.Close(); err != nil { // waits for the late give-backs
+				t.Fatal(err)
+			}
+			qn.expectNoLockKeys(t, span(down, n)...)
+		})
+	}
+}
+
+// TestQuorumLeaseThroughNodeLoss: a watchdog lease survives the loss
+// (SIGKILL) of up to (n-1)/2 nodes for several renewal intervals, renewed
+// on the nodes left, and is reported lost (Done, ErrLeaseLost) within about
+// a lease once a majority is gone; its holds on the live node are then
+// given back.
+func TestQuorumLeaseThroughNodeLoss(t *testing.T) {
+	const lease = time.Second // renewed every 333ms
+	for _, n := range quorumSizes {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			qn := startQuorumNodes(t, n)
+			q := qn.quorum(t, transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(100 * time.Millisecond)},
+				fairrw.WithPolicy(fairrw.PhaseFair()), fairrw.WithLeaseTime(lease))
+			ctx := testCtx(t)
+			l, err := q.RWMutex("quorum:loss").Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			minority := (n - 1) / 2
+			qn.kill(t, span(0, minority)...)
+			first := l.Deadline()
+			select {
+			case <-l.Done():
+				t.Fatalf("lost with %d of %d nodes alive: %v", n-minority, n, l.Err())
+			case <-time.After(5 * lease / 2):
+			}
+			if got := l.Nodes(); got != n-minority {
+				t.Errorf("held on %d nodes after %d died, want %d", got, minority, n-minority)
+			}
+			if d := l.Deadline(); !d.After(first) {
+				t.Errorf("deadline %v not moved on from %v: no renewal confirmed on a majority", d, first)
+			}
+			if l.Err() != nil {
+				t.Fatalf("Err = %v while held", l.Err())
+			}
+
+			killed := time.Now()
+			qn.kill(t, minority)
+			select {
+			case <-l.Done():
+				t.Logf("lost %v after the majority went: %v", time.Since(killed).Round(time.Millisecond), l.Err())
+			case <-time.After(lease + 500*time.Millisecond):
+				t.Fatalf("not reported lost within %v of losing the majority (held on %d nodes)", lease+500*time.Millisecond, l.Nodes())
+			}
+			if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
+				t.Fatalf("Err = %v, want ErrLeaseLost", l.Err())
+			}
+			if err := l.Unlock(ctx); !errors.Is(err, fairrw.ErrNotHeld) {
+				t.Fatalf("Unlock of a lost lease: %v, want ErrNotHeld", err)
+			}
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+			qn.expectNoLockKeys(t, span(minority+1, n)...)
+		})
+	}
+}
+
+// TestQuorumLeaseThroughPausedNode: a node frozen (SIGSTOP) while a lease
+// is held costs the lease nothing while the others hold a majority; a
+// second frozen node of three ends it. After they resume, a new grant
+// works and nothing of the old lease stays behind.
+func TestQuorumLeaseThroughPausedNode(t *testing.T) {
+	const lease = time.Second
+	qn := startQuorumNodes(t, 3)
+	q := qn.quorum(t, transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(100 * time.Millisecond)},
+		fairrw.WithPolicy(fairrw.Redisson()), fairrw.WithLeaseTime(lease))
+	ctx := testCtx(t)
+	m := q.RWMutex("quorum:paused")
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qn.servers[0].Pause(t)
+	select {
+	case <-l.Done():
+		t.Fatalf("lost with one node of three paused: %v", l.Err())
+	case <-time.After(5 * lease / 2):
+	}
+	if got := l.Nodes(); got != 2 {
+		t.Errorf("held on %d nodes with one paused past its lease, want 2", got)
+	}
+	// An acquire meanwhile: the paused node never answers, so the round
+	// waits out the node timeout.
+	other := q.RWMutex("quorum:paused:other")
+	ol, took, err := quorumLock(ctx, other, fairrw.Write)
+	if err != nil {
+		t.Fatalf("Lock of another name with one node paused: %v", err)
+	}
+	t.Logf("another name granted in %v with one node of three paused", took.Round(time.Millisecond))
+	unlockStart := time.Now()
+	if err := ol.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("its Unlock took %v", time.Since(unlockStart).Round(time.Millisecond))
+
+	paused := time.Now()
+	qn.servers[1].Pause(t)
+	select {
+	case <-l.Done():
+		t.Logf("lost %v after the second pause: %v", time.Since(paused).Round(time.Millisecond), l.Err())
+	case <-time.After(lease + 500*time.Millisecond):
+		t.Fatalf("not reported lost within %v with two of three nodes paused", lease+500*time.Millisecond)
+	}
+	if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
+		t.Fatalf("Err = %v, want ErrLeaseLost", l.Err())
+	}
+	qn.servers[0].Resume(t)
+	qn.servers[1].Resume(t)
+	l2, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock after the nodes resumed: %v", err)
+	}
+	if l2.Token() <= l.Token() {
+		t.Errorf("token %d after the lost lease's %d", l2.Token(), l.Token())
+	}
+	if err := l2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The paused nodes' holds expired there (Redis's clock went on).
+	qn.expectNoLockKeys(t, 0, 1, 2)
+}
