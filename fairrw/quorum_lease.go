@@ -21,6 +21,7 @@ type QuorumLease struct {
 	mode   Mode
 	leases []*Lease // by node; nil where the node did not grant
 	token  uint64
+	woken  wakeSource // what woke the acquire for its last round
 	drift  time.Duration
 	done   chan struct{}
 	stop   chan struct{} // closed by Unlock: the watcher ends
@@ -62,6 +63,12 @@ func (l *QuorumLease) Mode() Mode { return l.mode }
 // one, so later write grants get greater tokens (see Lease.Token for how to
 // use it).
 func (l *QuorumLease) Token() uint64 { return l.token }
+
+// WokenBy names what woke the acquire for the round that granted the lease,
+// as Lease.WokenBy: "pubsub" or "invalidation" (a release on some node),
+// "timer" (the retry bound ran out), "" when it was granted without
+// sleeping (at once, or right after a split round's random pause).
+func (l *QuorumLease) WokenBy() string { return l.woken.String() }
 
 // Done returns a channel closed when the lease ends: unlocked or lost.
 func (l *QuorumLease) Done() <-chan struct{} { return l.done }

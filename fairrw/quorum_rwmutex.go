@@ -117,10 +117,14 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 		}
 	}()
 	splits := 0
+	woken := wakeNone // what ended the last sleep
 	for {
 		*rounds++
 		out := m.round(ctx, mode, opts, cfg.lease)
 		if out.err != nil || out.lease != nil {
+			if out.lease != nil {
+				out.lease.woken = woken
+			}
 			return out.lease, out.err
 		}
 		if !wait {
@@ -143,12 +147,15 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 			if err := w.pause(ctx, delay); err != nil {
 				return nil, m.waitError(err)
 			}
+			woken = wakeNone
 			continue
 		}
 		splits = 0
-		if err := w.sleep(ctx, bound); err != nil {
+		src, err := w.sleep(ctx, bound)
+		if err != nil {
 			return nil, m.waitError(err)
 		}
+		woken = src
 	}
 }
 

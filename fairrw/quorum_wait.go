@@ -41,7 +41,8 @@ func (w *quorumWait) leave() {
 func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	return w.selectEnd(ctx, w.cases(ctx, t.C, false))
+	_, err := w.selectEnd(ctx, w.cases(ctx, t.C, false))
+	return err
 }
 
 // awaitSubscriptions waits until every node confirmed its subscription, or
@@ -59,7 +60,7 @@ func (w *quorumWait) awaitSubscriptions(ctx context.Context, bound time.Duration
 
 // sleep waits for a wake-up on any node, at most bound. The waiters are idle
 // meanwhile, so that wake-ups go to them rather than being absorbed.
-func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) error {
+func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource, error) {
 	for _, x := range w.waiters {
 		r := x.registry()
 		r.mu.Lock()
@@ -79,16 +80,19 @@ func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) error {
 	return w.selectEnd(ctx, w.cases(ctx, t.C, true))
 }
 
-// selectEnd waits for one of cases (built by cases) and says why it ended.
-func (w *quorumWait) selectEnd(ctx context.Context, cases []reflect.SelectCase) error {
-	chosen, _, _ := reflect.Select(cases)
+// selectEnd waits for one of cases (built by cases) and says why it ended:
+// an error, or what woke it (a doorbell's source, or the timer).
+func (w *quorumWait) selectEnd(ctx context.Context, cases []reflect.SelectCase) (wakeSource, error) {
+	chosen, v, _ := reflect.Select(cases)
 	switch {
 	case chosen < len(w.closers):
-		return ErrClosed
+		return wakeNone, ErrClosed
 	case chosen == len(w.closers):
-		return ctx.Err()
+		return wakeNone, ctx.Err()
+	case chosen == len(w.closers)+1:
+		return wakeTimer, nil
 	default:
-		return nil
+		return v.Interface().(wakeSource), nil
 	}
 }
 
