@@ -43,10 +43,12 @@ local function mismatch()
     return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. held)
   end
   if redis.call('exists', X) == 1 then
-    if redis.call('hexists', X, 'mode') == 1 then
-      return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
+    -- A hash without "mode" is an RLock's; anything else at N (a Redisson
+    -- read-write lock, or a key of another type) is refused as Redisson's.
+    if redis.call('type', X).ok == 'hash' and redis.call('hexists', X, 'mode') == 0 then
+      return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
     end
-    return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
+    return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
   end
   return nil, not held
 end
