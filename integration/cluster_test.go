@@ -91,15 +91,7 @@ func TestClusterMutex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var spublish, publish int64
-	for _, p := range c.Primaries(t) {
-		stats := commandStats(t, c, p)
-		spublish += stats["spublish"].Calls
-		publish += stats["publish"].Calls
-	}
-	if spublish == 0 || publish != 0 {
-		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
-	}
+	wantOnlySPublish(t, c)
 }
 
 // clusterNames returns lock names spread over every shard: hash-tagged ones
@@ -163,15 +155,7 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	// Java publishes with SPUBLISH on a Redis 7+ cluster; so must we.
-	var spublish, publish int64
-	for _, p := range c.Primaries(t) {
-		stats := commandStats(t, c, p)
-		spublish += stats["spublish"].Calls
-		publish += stats["publish"].Calls
-	}
-	if spublish == 0 || publish != 0 {
-		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
-	}
+	wantOnlySPublish(t, c)
 }
 
 // TestClusterRenewalRound: leases on every shard are renewed by one round
@@ -274,4 +258,19 @@ func commandStats(t testing.TB, c *redistest.Cluster, addr string) redisinfo.Sta
 		t.Fatalf("INFO commandstats on %s: %v", addr, err)
 	}
 	return redisinfo.ParseCommandStats(s)
+}
+
+// wantOnlySPublish checks that the cluster's releases so far were published
+// with SPUBLISH, never PUBLISH, as Java does on a Redis 7+ cluster.
+func wantOnlySPublish(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	var spublish, publish int64
+	for _, p := range c.Primaries(t) {
+		stats := commandStats(t, c, p)
+		spublish += stats["spublish"].Calls
+		publish += stats["publish"].Calls
+	}
+	if spublish == 0 || publish != 0 {
+		t.Fatalf("releases used SPUBLISH %d times and PUBLISH %d times; want only SPUBLISH", spublish, publish)
+	}
 }
