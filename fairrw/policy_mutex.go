@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/lua"
 )
 
 // mutexPolicy is the wire format of Java Redisson's RLock, the handle policy
@@ -17,7 +18,7 @@ import (
 type mutexPolicy struct{}
 
 var (
-	redissonLockAcquire     = script.New("redisson_lock_acquire", true)
+	redissonLockAcquire     = script.NewFrom("redisson_lock_acquire", lua.Compose("redisson_lib", "redisson_lock_acquire"), true)
 	redissonLockUnlock      = script.New("redisson_lock_unlock", true)
 	redissonLockForceUnlock = script.New("redisson_lock_force_unlock", false)
 )

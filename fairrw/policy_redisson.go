@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/lua"
 )
 
 // Redisson returns the policy that is wire-compatible with Java Redisson's
@@ -27,8 +28,8 @@ func (redissonPolicy) impl() policyImpl { return redissonPolicy{} }
 func (redissonPolicy) name() string     { return "redisson" }
 
 var (
-	redissonReadAcquire  = script.New("redisson_read_acquire", true)
-	redissonWriteAcquire = script.New("redisson_write_acquire", true)
+	redissonReadAcquire  = script.NewFrom("redisson_read_acquire", lua.Compose("redisson_lib", "redisson_read_acquire"), true)
+	redissonWriteAcquire = script.NewFrom("redisson_write_acquire", lua.Compose("redisson_lib", "redisson_write_acquire"), true)
 	redissonReadUnlock   = script.New("redisson_read_unlock", true)
 	redissonWriteUnlock  = script.New("redisson_write_unlock", true)
 	redissonRenew        = script.New("redisson_renew", true)

@@ -45,7 +45,7 @@ func TestAttemptLatchMakesAcquireIdempotent(t *testing.T) {
 	const n = "latch:attempt"
 	owner := compat.Owner("a-client", 1)
 	acquire := func(attempt string) []int64 {
-		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_acquire")).Numkeys(4).
+		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_acquire")).Numkeys(4).
 			Key(n, compat.AttemptLatch(n, attempt), compat.Fair(n).State, compat.Fence(n)).
 			Arg("30000", compat.WriteField(owner), "5000").Build()).AsIntSlice()
 		if err != nil {

@@ -75,7 +75,7 @@ func TestGoHoldsSeenByJavaScripts(t *testing.T) {
 	m := e.client(t).RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
 	javaRead := func() (int64, bool) {
-		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_acquire")).Numkeys(5).
+		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_read_acquire")).Numkeys(5).
 			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.AttemptLatch(n, "java-"+time.Now().String()), compat.Fair(n).State, compat.Fence(n)).
 			Arg("30000", javaOwner, compat.WriteField(javaOwner), "1000").Build())
 		reply, err := res.AsIntSlice()

@@ -21,15 +21,9 @@
 -- least the lease; a reentrant hold sets the lease again (Java's PEXPIRE)
 -- unless more is left (a longer hold of the same owner stands on it), and
 -- does not add to it as the read-write lock's write does.
-if redis.call('exists', KEYS[2], KEYS[3]) > 0 then
-  local latch = redis.call('get', KEYS[2])
-  if latch == 'aborted' then
-    return {-1, 0}
-  end
-  if latch then
-    return {1, tonumber(latch)}
-  end
-  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', KEYS[3], 'policy') or 'fair'))
+local replay = replayed(KEYS[2], KEYS[3]) -- redisson_lib.lua
+if replay then
+  return replay
 end
 
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])

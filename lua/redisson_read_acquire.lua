@@ -22,17 +22,9 @@
 -- owner has its own lease key ":K" with a PX lease, and the hash lives at least
 -- as long as the longest of them. A read is granted whenever no other owner
 -- holds the write (Redisson's rule: writers can starve).
--- Usually neither the latch nor a fair policy's state exists: one EXISTS
--- tells, and only otherwise are they read one by one.
-if redis.call('exists', KEYS[3], KEYS[4]) > 0 then
-  local latch = redis.call('get', KEYS[3])
-  if latch == 'aborted' then
-    return {-1, 0}
-  end
-  if latch then
-    return {1, tonumber(latch)}
-  end
-  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', KEYS[4], 'policy') or 'fair'))
+local replay = replayed(KEYS[3], KEYS[4]) -- redisson_lib.lua
+if replay then
+  return replay
 end
 local token = tonumber(redis.call('get', KEYS[5])) or 0
 

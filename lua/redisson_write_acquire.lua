@@ -18,17 +18,9 @@
 -- Invariant: mode=write with exactly one write field; a reentrant write adds
 -- its lease to the remaining PTTL (Redisson's quirk, kept for parity). A read
 -- holder never gets the write (no upgrade), even when it is the only reader.
--- Usually neither the latch nor a fair policy's state exists: one EXISTS
--- tells, and only otherwise are they read one by one.
-if redis.call('exists', KEYS[2], KEYS[3]) > 0 then
-  local latch = redis.call('get', KEYS[2])
-  if latch == 'aborted' then
-    return {-1, 0}
-  end
-  if latch then
-    return {1, tonumber(latch)}
-  end
-  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', KEYS[3], 'policy') or 'fair'))
+local replay = replayed(KEYS[2], KEYS[3]) -- redisson_lib.lua
+if replay then
+  return replay
 end
 
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
