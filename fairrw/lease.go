@@ -125,10 +125,7 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	if l.state != leaseHeld {
 		err := l.err
 		l.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrNotHeld, l.Name(), err)
-		}
-		return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, l.Name())
+		return endedBefore(l.Name(), err)
 	}
 	l.state = leaseUnlocking
 	l.mu.Unlock()
@@ -252,3 +249,12 @@ func (l *Lease) Token() uint64 { return l.token }
 // written to Redis: the handle's owner for the tenure this lease belongs to
 // (RWMutex.Owner names the handle's current or last tenure).
 func (l *Lease) Owner() string { return l.owner }
+
+// endedBefore is Unlock's answer for a lease that had already ended: lost
+// (err is why) or unlocked (err is nil).
+func endedBefore(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrNotHeld, name, err)
+	}
+	return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, name)
+}

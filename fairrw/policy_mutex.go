@@ -19,7 +19,7 @@ type mutexPolicy struct{}
 
 var (
 	redissonLockAcquire     = script.NewFrom("redisson_lock_acquire", lua.Compose("redisson_lib", "redisson_lock_acquire"), true)
-	redissonLockUnlock      = script.New("redisson_lock_unlock", true)
+	redissonLockUnlock      = script.NewFrom("redisson_lock_unlock", lua.Compose("redisson_lib", "redisson_lock_unlock"), true)
 	redissonLockForceUnlock = script.New("redisson_lock_force_unlock", false)
 )
 

@@ -30,8 +30,8 @@ func (redissonPolicy) name() string     { return "redisson" }
 var (
 	redissonReadAcquire  = script.NewFrom("redisson_read_acquire", lua.Compose("redisson_lib", "redisson_read_acquire"), true)
 	redissonWriteAcquire = script.NewFrom("redisson_write_acquire", lua.Compose("redisson_lib", "redisson_write_acquire"), true)
-	redissonReadUnlock   = script.New("redisson_read_unlock", true)
-	redissonWriteUnlock  = script.New("redisson_write_unlock", true)
+	redissonReadUnlock   = script.NewFrom("redisson_read_unlock", lua.Compose("redisson_lib", "redisson_read_unlock"), true)
+	redissonWriteUnlock  = script.NewFrom("redisson_write_unlock", lua.Compose("redisson_lib", "redisson_write_unlock"), true)
 	redissonRenew        = script.New("redisson_renew", true)
 	redissonForceUnlock  = script.New("redisson_force_unlock", false)
 )

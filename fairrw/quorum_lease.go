@@ -115,10 +115,7 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 	if l.state != leaseHeld {
 		err := l.err
 		l.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrNotHeld, l.Name(), err)
-		}
-		return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, l.Name())
+		return endedBefore(l.Name(), err)
 	}
 	l.state = leaseUnlocking
 	l.mu.Unlock()

@@ -22,7 +22,7 @@ func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
 	field := compat.WriteField(m.Owner())
 	const request = "00112233445566778899aabbccddeeff"
 	unlock := func() (int64, error) {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_unlock")).Numkeys(4).
+		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_unlock")).Numkeys(4).
 			Key(n, compat.Channel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "none")).
 			Arg(compat.ReadUnlockMessage, "30000", field, "publish", "5000", "del", "5000").Build()).AsInt64()
 	}

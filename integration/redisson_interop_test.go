@@ -22,13 +22,7 @@ func TestJavaWriterWakesGoReaders(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			e := newWireEnv(t)
 			n := "interop:java-writer:" + tr.name
-			raw := e.raw
-			if err := raw.Do(testCtx(t), raw.B().Hset().Key(n).FieldValue().FieldValue("mode", "write").FieldValue(compat.WriteField(javaOwner), "1").Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Do(testCtx(t), raw.B().Pexpire().Key(n).Milliseconds(60_000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.w.javaHolds(n, time.Minute, "mode", "write", compat.WriteField(javaOwner), "1")
 			c := newClient(t, e.r, tr, fairrw.WithPolicy(fairrw.Redisson()))
 			ch := make(chan *fairrw.Lease, 2)
 			for range 2 {
@@ -42,12 +36,7 @@ func TestJavaWriterWakesGoReaders(t *testing.T) {
 			}
 			waitSubscribers(t, e, compat.Channel(n), 1)
 			// Java's write unlock: the hash goes, "1" is published.
-			if err := raw.Do(testCtx(t), raw.B().Del().Key(n).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Do(testCtx(t), raw.B().Publish().Channel(compat.Channel(n)).Message(compat.ReadUnlockMessage).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.w.javaReleases(n, compat.Channel(n), compat.ReadUnlockMessage)
 			for range 2 {
 				select {
 				case l := <-ch:
@@ -121,10 +110,10 @@ func TestUnlockByNonOwnerFails(t *testing.T) {
 	w := mustLock(t, m, fairrw.Write)
 	r := mustLock(t, m, fairrw.Read)
 	before := e.w.hash(n)
-	writeUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_write_unlock")).Numkeys(4).
+	writeUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_unlock")).Numkeys(4).
 		Key(n, compat.Channel(n), compat.UnlockLatch(n, "11111111111111111111111111111111"), compat.AttemptLatch(n, "x")).
 		Arg(compat.ReadUnlockMessage, "30000", compat.WriteField(javaOwner), "publish", "5000", "del", "5000").Build())
-	readUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_read_unlock")).Numkeys(6).
+	readUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_read_unlock")).Numkeys(6).
 		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, javaOwner), compat.KeyPrefix(n), compat.UnlockLatch(n, "22222222222222222222222222222222"), compat.AttemptLatch(n, "y")).
 		Arg(compat.UnlockMessage, javaOwner, "publish", "5000", "del", "5000").Build())
 	for _, res := range []interface{ Error() error }{writeUnlock, readUnlock} {

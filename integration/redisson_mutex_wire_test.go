@@ -140,7 +140,7 @@ func TestRedissonMutexWireUnlockNotHeld(t *testing.T) {
 	ch := listen(t, e.raw, compat.MutexChannel(n))
 	c := e.client(t)
 	javaUnlock := func(request string) error {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_lock_unlock")).Numkeys(4).
+		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_lock_unlock")).Numkeys(4).
 			Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "java")).
 			Arg("0", "30000", javaOwner, "publish", "5000", "del", "5000").Build()).Error()
 	}
@@ -193,7 +193,7 @@ func TestRedissonMutexUnlockLatch(t *testing.T) {
 	first := mustLockMutex(t, m)
 	second := mustLockMutex(t, m)
 	unlock := func(request string) (int64, error) {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("redisson_lock_unlock")).Numkeys(4).
+		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_lock_unlock")).Numkeys(4).
 			Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "none")).
 			Arg("0", "30000", m.Owner(), "publish", "5000", "del", "5000").Build()).AsInt64()
 	}
@@ -235,13 +235,7 @@ func TestJavaMutexHolderBlocksGo(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			e := newWireEnv(t)
 			n := "interop:java-mutex:" + tr.name
-			raw := e.raw
-			if err := raw.Do(testCtx(t), raw.B().Hset().Key(n).FieldValue().FieldValue(javaOwner, "1").Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Do(testCtx(t), raw.B().Pexpire().Key(n).Milliseconds(60_000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.w.javaHolds(n, time.Minute, javaOwner, "1")
 			c := newClient(t, e.r, tr)
 			if _, err := c.Mutex(n).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
 				t.Fatalf("Go TryLock beside a Java holder: %v, want ErrNotAcquired", err)
@@ -255,12 +249,7 @@ func TestJavaMutexHolderBlocksGo(t *testing.T) {
 				got <- l
 			}()
 			waitSubscribers(t, e, compat.MutexChannel(n), 1)
-			if err := raw.Do(testCtx(t), raw.B().Del().Key(n).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Do(testCtx(t), raw.B().Publish().Channel(compat.MutexChannel(n)).Message("0").Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.w.javaReleases(n, compat.MutexChannel(n), compat.MutexUnlockMessage)
 			select {
 			case l := <-got:
 				if l == nil {

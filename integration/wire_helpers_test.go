@@ -164,3 +164,32 @@ func (c *channel) none() {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// javaHolds writes a hold the way a Java Redisson client does, with raw
+// commands and nothing of fairrw: HSET of fieldValues (pairs) on key, then
+// PEXPIRE ttl.
+func (w wire) javaHolds(key string, ttl time.Duration, fieldValues ...string) {
+	w.t.Helper()
+	hset := w.raw.B().Hset().Key(key).FieldValue()
+	for i := 0; i+1 < len(fieldValues); i += 2 {
+		hset = hset.FieldValue(fieldValues[i], fieldValues[i+1])
+	}
+	if err := w.raw.Do(testCtx(w.t), hset.Build()).Error(); err != nil {
+		w.t.Fatalf("HSET %s: %v", key, err)
+	}
+	if err := w.raw.Do(testCtx(w.t), w.raw.B().Pexpire().Key(key).Milliseconds(ttl.Milliseconds()).Build()).Error(); err != nil {
+		w.t.Fatalf("PEXPIRE %s: %v", key, err)
+	}
+}
+
+// javaReleases frees a lock the way Java's last unlock does: DEL of key,
+// then PUBLISH of msg on channel.
+func (w wire) javaReleases(key, channel, msg string) {
+	w.t.Helper()
+	if err := w.raw.Do(testCtx(w.t), w.raw.B().Del().Key(key).Build()).Error(); err != nil {
+		w.t.Fatalf("DEL %s: %v", key, err)
+	}
+	if err := w.raw.Do(testCtx(w.t), w.raw.B().Publish().Channel(channel).Message(msg).Build()).Error(); err != nil {
+		w.t.Fatalf("PUBLISH %s: %v", channel, err)
+	}
+}

@@ -19,15 +19,9 @@
 --
 -- Invariant: the last hold deletes the hash and publishes "0", which wakes
 -- one waiter per client.
-local latched = redis.call('get', KEYS[3])
-if latched ~= false then
-  return tonumber(latched)
-end
-
-if ARGV[6] == 'abort' then
-  redis.call('set', KEYS[4], 'aborted', 'px', ARGV[7])
-else
-  redis.call('del', KEYS[4])
+local latched = answered(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) -- redisson_lib.lua
+if latched ~= nil then
+  return latched
 end
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then

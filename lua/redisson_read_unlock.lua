@@ -21,15 +21,9 @@
 -- Invariant: the hash lives as long as its longest remaining read lease; the
 -- last live holder deletes it and publishes "0". Readers that crashed are
 -- found here (their lease keys are gone), so they never pin the lock.
-local latched = redis.call('get', KEYS[5])
-if latched ~= false then
-  return tonumber(latched)
-end
-
-if ARGV[5] == 'abort' then
-  redis.call('set', KEYS[6], 'aborted', 'px', ARGV[6])
-else
-  redis.call('del', KEYS[6])
+local latched = answered(KEYS[5], KEYS[6], ARGV[5], ARGV[6]) -- redisson_lib.lua
+if latched ~= nil then
+  return latched
 end
 
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])

@@ -19,15 +19,9 @@
 -- Invariant: when the last write hold goes and the owner still holds reads,
 -- the lock turns into a read lock (a downgrade) and nothing is published;
 -- otherwise the hash is deleted and "1" published, waking every waiter.
-local latched = redis.call('get', KEYS[3])
-if latched ~= false then
-  return tonumber(latched)
-end
-
-if ARGV[6] == 'abort' then
-  redis.call('set', KEYS[4], 'aborted', 'px', ARGV[7])
-else
-  redis.call('del', KEYS[4])
+local latched = answered(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) -- redisson_lib.lua
+if latched ~= nil then
+  return latched
 end
 
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[3])
