@@ -14,7 +14,7 @@ import (
 // read adds 1 and a write writerWeight, and any other sum at a hold's start
 // means Redis granted two holds it must not grant together. It also checks
 // the fencing tokens: a write's is above every write's before it, and a
-// read's is not below the last write's.
+// read's is not below the last write's (0 once the last token expired).
 type holdCheck struct {
 	holds     atomic.Int64 // grants seen
 	state     atomic.Int64
@@ -39,7 +39,7 @@ func (h *holdCheck) enter(mode fairrw.Mode, token uint64) {
 	if h.state.Add(1) >= writerWeight {
 		h.overlaps.Add(1)
 	}
-	if token < h.lastWrite.Load() {
+	if token != 0 && token < h.lastWrite.Load() { // 0: the last token expired
 		h.tokens.Add(1)
 	}
 }
@@ -91,6 +91,7 @@ func TestHoldCheck(t *testing.T) {
 		{"write over a write", []hold{w(1)}, []hold{w(2)}, 1, 0},
 		{"write token repeated", nil, []hold{w(2), w(2)}, 0, 1},
 		{"read token stale", nil, []hold{w(5), r(4)}, 0, 1},
+		{"read after the last token expired", nil, []hold{w(5), r(0)}, 0, 0},
 	} {
 		var h holdCheck
 		for _, x := range tc.held {

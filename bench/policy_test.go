@@ -102,12 +102,12 @@ func cycle(m *fairrw.RWMutex, mode fairrw.Mode, check *holdCheck) (string, error
 	defer cancel()
 	l, err := acquire(ctx, m, mode)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", mode, m.Owner(), err)
+		return "", fmt.Errorf("%s %s: %w", mode, m.Name(), err)
 	}
 	check.enter(mode, l.Token())
 	check.exit(mode)
 	if err := l.Unlock(ctx); err != nil {
-		return "", fmt.Errorf("%s %s unlock: %w", mode, m.Owner(), err)
+		return "", fmt.Errorf("%s %s unlock: %w", mode, l.Owner(), err)
 	}
 	return l.WokenBy(), nil
 }

@@ -6,13 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
@@ -202,8 +200,8 @@ func sampleQuorumNodes(b *testing.B, nodes []quorumBenchNode) quorumSample {
 }
 
 // resetQuorumNodes registers a cleanup that fails b if a lock key (not a
-// fencing counter) is left on a node once every Client closed, and then
-// empties the nodes for the next variant.
+// fencing token or marker with a TTL) is left on a node once every Client
+// closed, and then empties the nodes for the next variant.
 func resetQuorumNodes(b *testing.B, nodes []quorumBenchNode) {
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -214,8 +212,8 @@ func resetQuorumNodes(b *testing.B, nodes []quorumBenchNode) {
 				b.Errorf("SCAN on %s: %v", n.r.Addr, err)
 			}
 			for _, k := range keys {
-				if !strings.HasPrefix(k, compat.FencePrefix+":") {
-					b.Errorf("key left on %s: %q", n.r.Addr, k)
+				if ok, err := expiring(ctx, n.rdb, k); err != nil || !ok {
+					b.Errorf("key left on %s: %q (%v)", n.r.Addr, k, err)
 				}
 			}
 			if err := n.rdb.Do(ctx, n.rdb.B().Flushall().Sync().Build()).Error(); err != nil {

@@ -1,36 +1,45 @@
 package compat
 
+import "strconv"
+
 // Key prefixes of fairrw's own keys. None is part of Redisson: Java neither
 // reads nor writes them, and they never live inside the Redisson hash.
 const (
-	// AttemptLatchPrefix starts the name of an acquire attempt's latch.
-	AttemptLatchPrefix = "fairrw_attempt"
-	// FencePrefix starts the name of a lock's fencing counter.
-	FencePrefix = "fairrw_fence"
-	// FairPrefix starts the names of the fair policies' keys.
+	// OwnerMarkerPrefix starts the name of a given-up owner's marker.
+	OwnerMarkerPrefix = "fairrw_attempt"
+	// FairPrefix starts the names of fairrw's per-lock keys: the fair
+	// policies' state and the fencing token of every policy.
 	FairPrefix = "fairrw"
-	// WakeChannelPrefix starts the fair policies' wake-up channel.
-	WakeChannelPrefix = "fairrw_wake"
 )
 
-// AttemptAborted is the value of an attempt latch whose caller gave up: a
-// late copy of that attempt must not take the lock. A granted attempt's
-// latch holds its fencing token instead, so that a retry reports the grant
-// again rather than counting a second hold.
-const AttemptAborted = "aborted"
-
-// AttemptLatch returns the latch key of one acquire attempt:
-// "fairrw_attempt:{N}:<attempt id>". It makes an acquire idempotent when
-// the client retries it after a lost reply, and lets a cancelled Lock undo
-// an attempt whose outcome it never learned.
-func AttemptLatch(name, attemptID string) string {
-	return PrefixName(AttemptLatchPrefix, name) + ":" + attemptID
+// OwnerMarker returns the key that marks an owner whose acquire was given
+// up: "fairrw_attempt:{N}:<owner>". While it exists no copy of that owner's
+// attempts, however late it reaches Redis, takes the lock; it lives as long
+// as such a copy could still be accepted (see lua/redisson_lib.lua).
+// Owners are unique, so two names that share it ("x" and "{x}") never
+// share a marker.
+func OwnerMarker(name, owner string) string {
+	return PrefixName(OwnerMarkerPrefix, name) + ":" + owner
 }
 
-// Fence returns the lock's fencing counter "fairrw_fence:{N}": a plain
-// integer, INCR'd by every new write grant, with no TTL, so that it outlives
-// the lock and tokens keep increasing across holders.
-func Fence(name string) string { return PrefixName(FencePrefix, name) }
+// base is the prefix of every fairrw key of lock name:
+// "fairrw:<length of N>:" followed by N in the brace rule's form ("{N}"
+// when N has no brace, N itself otherwise). The length makes the names
+// injective: "x" and "{x}" have the bases "fairrw:1:{x}" and
+// "fairrw:3:{x}", and a name can never end where another name's suffix
+// begins ("{orders}:readers" is not "{orders}" plus ":readers"), because the
+// length says where the name ends. The brace rule keeps every key in the
+// name's cluster slot: the length has no braces.
+func base(name string) string {
+	return FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + KeyPrefix(name)
+}
+
+// Fence returns the key of a lock's last fencing token,
+// "fairrw:<len>:{N}:fence". It lives as long as the lease of the write that
+// set it: tokens come from the server's clock in microseconds, combined
+// with this last token while it lives (see lua/fence.lua), so no key has to
+// outlive the lock.
+func Fence(name string) string { return base(name) + ":fence" }
 
 // FairKeys are the keys of a lock under the writer-preferring or phase-fair
 // policy (see lua/fair_lib.lua for what each holds).
@@ -39,16 +48,17 @@ type FairKeys struct {
 }
 
 // Fair returns the keys of lock name under the fair policies:
-// "fairrw:{N}" and "fairrw:{N}:readers|queue|waiting|admitted", and the
-// channel "fairrw_wake:{N}".
+// "fairrw:<len>:{N}" and "fairrw:<len>:{N}:readers|queue|waiting|admitted",
+// and the channel "fairrw:<len>:{N}:wake". Distinct names never share one
+// (see base).
 func Fair(name string) FairKeys {
-	base := PrefixName(FairPrefix, name)
+	b := base(name)
 	return FairKeys{
-		State:    base,
-		Readers:  base + ":readers",
-		Queue:    base + ":queue",
-		Waiting:  base + ":waiting",
-		Admitted: base + ":admitted",
-		Channel:  PrefixName(WakeChannelPrefix, name),
+		State:    b,
+		Readers:  b + ":readers",
+		Queue:    b + ":queue",
+		Waiting:  b + ":waiting",
+		Admitted: b + ":admitted",
+		Channel:  b + ":wake",
 	}
 }

@@ -38,17 +38,18 @@ func FuzzBraceRule(f *testing.F) {
 		if got := KeyPrefix(name); got != prefix {
 			t.Fatalf("KeyPrefix(%q) = %q, want %q", name, got, prefix)
 		}
+		base := FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + prefix
 		exact := map[string]string{
 			"Channel":        ChannelPrefix + ":" + prefix,
 			"UnlockLatch":    UnlockLatchPrefix + ":" + prefix + ":" + id,
-			"AttemptLatch":   AttemptLatchPrefix + ":" + prefix + ":" + id,
-			"Fence":          FencePrefix + ":" + prefix,
-			"Fair.State":     FairPrefix + ":" + prefix,
-			"Fair.Readers":   FairPrefix + ":" + prefix + ":readers",
-			"Fair.Queue":     FairPrefix + ":" + prefix + ":queue",
-			"Fair.Waiting":   FairPrefix + ":" + prefix + ":waiting",
-			"Fair.Admitted":  FairPrefix + ":" + prefix + ":admitted",
-			"Fair.Channel":   WakeChannelPrefix + ":" + prefix,
+			"OwnerMarker":    OwnerMarkerPrefix + ":" + prefix + ":" + owner,
+			"Fence":          base + ":fence",
+			"Fair.State":     base,
+			"Fair.Readers":   base + ":readers",
+			"Fair.Queue":     base + ":queue",
+			"Fair.Waiting":   base + ":waiting",
+			"Fair.Admitted":  base + ":admitted",
+			"Fair.Channel":   base + ":wake",
 			"SuffixName":     prefix + ":" + id,
 			"LeaseKeyPrefix": prefix + ":" + owner + LeaseKeySuffix,
 			"LeaseKey":       prefix + ":" + owner + LeaseKeySuffix + ":3",
@@ -57,7 +58,7 @@ func FuzzBraceRule(f *testing.F) {
 		got := map[string]string{
 			"Channel":        Channel(name),
 			"UnlockLatch":    UnlockLatch(name, id),
-			"AttemptLatch":   AttemptLatch(name, id),
+			"OwnerMarker":    OwnerMarker(name, owner),
 			"Fence":          Fence(name),
 			"Fair.State":     fk.State,
 			"Fair.Readers":   fk.Readers,

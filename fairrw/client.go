@@ -51,9 +51,10 @@ type Client struct {
 	closing chan struct{}
 	ops     sync.WaitGroup // calls in progress; Close waits for them
 
-	waits   *waitRegistry
-	renewer *renewer
-	janitor *janitor
+	waits      *waitRegistry
+	renewer    *renewer
+	janitor    *janitor
+	background *tasks // give-ups still trying (abandon.go)
 }
 
 // New returns a Client. It needs WithClient or WithClientOption; every other
@@ -94,6 +95,7 @@ func New(opts ...Option) (*Client, error) {
 		closing:       make(chan struct{}),
 	}
 	c.waits = newWaitRegistry(c)
+	c.background = newTasks()
 	if cfg.client != nil {
 		c.rdb = cfg.client
 	} else {
@@ -164,20 +166,18 @@ func (c *Client) ID() string { return c.id }
 // Policy returns the name of the client's policy.
 func (c *Client) Policy() string { return c.policy.name() }
 
-// RWMutex returns a handle on the lock name. Each handle is one lock owner
-// (Redisson's "thread"): its holds are reentrant, and two handles on the same
-// name exclude each other as two processes would. Its owner id changes from
-// one tenure to the next (see RWMutex.Owner). An invalid name is reported by
-// the handle's first call (ErrInvalidName), before any command.
+// RWMutex returns a handle on the lock name. Every acquire on it is a new
+// lock owner (Redisson's "thread"), so a handle may be shared by goroutines
+// that must exclude each other. An invalid name is reported by the handle's
+// first call (ErrInvalidName), before any command.
 func (c *Client) RWMutex(name string) *RWMutex {
 	return c.handle(c.policy, c.tel, name)
 }
 
-// handle returns a new owner of lock name, on the wire as policy says.
+// handle returns a handle on lock name, on the wire as policy says.
 func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex {
 	keys, err := policy.keys(name)
-	id := c.owners.Add(1)
-	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err, ownerID: id, owner: compat.Owner(c.id, id)}
+	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err}
 }
 
 // Close stops lease renewal, wakes every waiter with ErrClosed, releases
@@ -197,6 +197,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 
 	c.ops.Wait()
+	c.background.close()
 	c.renewer.close()
 	c.waits.close()
 	c.janitor.close()

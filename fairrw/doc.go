@@ -11,7 +11,7 @@
 //	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}))
 //	if err != nil { ... }
 //	defer c.Close()
-//	m := c.RWMutex("orders:42") // a handle is one owner
+//	m := c.RWMutex("orders:42") // share it: every Lock is a new owner
 //	l, err := m.Lock(ctx)       // waits until granted or ctx is done
 //	if err != nil { ... }
 //	defer l.Unlock(ctx)
@@ -19,6 +19,13 @@
 //	case <-l.Done(): // lost: stop working on what the lock guards
 //	default:
 //	}
+//
+// A handle may be shared by goroutines as a sync.RWMutex field is: every
+// Lock, RLock, TryLock and TryRLock is a new owner, and they exclude each
+// other as calls from separate processes do. Reentrancy and downgrade are
+// explicit: Lease.RLock and Lease.Lock take a further hold for the owner of a
+// Lease. Every Lease is its own hold, with its own lease: no release of one
+// shortens another, and one that ended keeps no one out.
 //
 // # Policies
 //
@@ -32,7 +39,7 @@
 //
 // # Mutex
 //
-// Client.Mutex returns a reentrant mutex that shares its lock with Java
+// Client.Mutex returns a mutex (reentrant through Lease.Lock) that shares its lock with Java
 // Redisson's RLock (the same hash, field, lease, channel and messages), for
 // services that exclude Java code holding an RLock on the same name. A name
 // is either a mutex or a read-write lock: using it as the other returns
@@ -50,6 +57,7 @@
 // Every write grant carries a fencing token (Lease.Token) greater than all
 // earlier ones for the name: storage that refuses tokens lower than the
 // highest it has seen is safe from a holder that lost its lease unaware.
+// Tokens come from the server's clock, so no key outlives a lock.
 //
 // # Waiting
 //
@@ -63,10 +71,15 @@
 //
 // # Safety
 //
-// Every acquire attempt carries an id and every unlock a request id, so a
-// retry after a lost reply never counts a hold twice or releases one twice.
-// Unlock runs detached from the caller's cancellation, and a Lock whose ctx
-// ends gives back anything its last attempt may have been granted. Leases
+// A retry after a lost reply never counts a hold twice or releases one
+// twice, however late it lands: a first hold is known by its owner, further
+// holds and releases write absolute counts, an unlock's retry gets the first
+// answer, and Redis refuses any copy older than twice the unlock timeout
+// (assuming the clocks of the client and of Redis differ by less than the
+// unlock timeout; otherwise ErrClockSkew). Unlock runs detached from the
+// caller's cancellation, and a Lock whose ctx ends gives its owner up: what
+// it may have been granted or queued is released, in the background until
+// Redis answers if it does not at once. Leases
 // are a best effort bound on how long a holder keeps a lock: a holder that
 // pauses longer than its lease, or a Redis that loses data in a restart or a
 // failover, can let two holders overlap; guard what the lock protects

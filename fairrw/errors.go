@@ -4,9 +4,15 @@ import "errors"
 
 var (
 	// ErrNotAcquired is returned by TryLock and TryRLock when the lock is
-	// taken, and by Lock when a read owner asks for the write (an upgrade,
-	// which would wait for itself forever).
+	// taken, and wrapped with ErrUpgrade when a read's owner asks for the
+	// write.
 	ErrNotAcquired = errors.New("fairrw: lock not acquired")
+
+	// ErrUpgrade is returned (wrapping ErrNotAcquired too) by Lease.Lock on
+	// a read: a read is never upgraded to the write, since two readers doing
+	// so would wait for each other forever. It tells a bug in the caller
+	// from contention.
+	ErrUpgrade = errors.New("fairrw: a read is never upgraded to the write")
 
 	// ErrNotHeld is returned by Unlock when the lease is not (or no longer)
 	// held: unlocked before, lost, or never granted by Redis.
@@ -41,3 +47,9 @@ var ErrNotReplicated = errors.New("fairrw: grant not acknowledged by enough repl
 // policy than the Client's: two policies on one name would not exclude each
 // other, so the acquire is refused and nothing is changed.
 var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
+
+// ErrClockSkew is returned by an acquire that Redis found older than the
+// accept window while this machine's clock says it was just sent: Redis's
+// clock is ahead of this machine's by more than the unlock timeout, which
+// the idempotence of retries assumes it is not (see WithUnlockTimeout).
+var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")

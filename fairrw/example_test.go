@@ -89,10 +89,14 @@ func ExampleClient_Mutex() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Reentrant, as a Java thread: the same handle locks again, and each
-	// Lease is unlocked once.
-	again, _ := m.Lock(ctx)
-	_, err = c.Mutex("payment:7").TryLock(ctx)
+	// Reentrant, as a Java thread, but explicitly: the holder locks again
+	// from its Lease, and each Lease is unlocked once.
+	again, err := l.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Every Lock on the handle is a new owner, as on a sync.Mutex.
+	_, err = m.TryLock(ctx)
 	fmt.Println("another owner:", errors.Is(err, fairrw.ErrNotAcquired))
 	// A name is a mutex or a read-write lock, never both.
 	_, err = c.RWMutex("payment:7").TryRLock(ctx)
@@ -107,6 +111,82 @@ func ExampleClient_Mutex() {
 	// another owner: true
 	// as a read-write lock: true
 	// another owner after both unlocks: true
+}
+
+func ExampleLease_RLock() {
+	ctx := context.Background()
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// A downgrade: the writer takes a read from its write Lease, releases
+	// the write, and keeps reading with no writer in between.
+	m := c.RWMutex("prices")
+	w, err := m.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := w.RLock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	other, err := m.TryRLock(ctx)
+	fmt.Println("another reader:", err == nil)
+	_ = other.Unlock(ctx)
+	_, err = m.TryLock(ctx)
+	fmt.Println("another writer:", errors.Is(err, fairrw.ErrNotAcquired))
+	// A read is never upgraded to the write.
+	_, err = r.Lock(ctx)
+	fmt.Println("upgrade:", errors.Is(err, fairrw.ErrUpgrade))
+	_ = r.Unlock(ctx)
+	// Output:
+	// another reader: true
+	// another writer: true
+	// upgrade: true
+}
+
+func ExampleLease_Lock() {
+	ctx := context.Background()
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// A reentrant write: code that holds the write calls a helper that
+	// locks again. The further hold is the same owner's, with its own
+	// lease and the same fencing token.
+	m := c.RWMutex("account:9")
+	outer, err := m.Lock(ctx, fairrw.WithLease(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	inner, err := outer.Lock(ctx, fairrw.WithLease(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("same owner:", inner.Owner() == outer.Owner(), "same token:", inner.Token() == outer.Token())
+	// The handle itself is no owner: its TryLock is another owner's.
+	_, err = m.TryLock(ctx)
+	fmt.Println("the handle again:", errors.Is(err, fairrw.ErrNotAcquired))
+	// Releasing the inner hold never shortens the outer one.
+	_ = inner.Unlock(ctx)
+	_, err = m.TryLock(ctx)
+	fmt.Println("after the inner unlock:", errors.Is(err, fairrw.ErrNotAcquired))
+	_ = outer.Unlock(ctx)
+	next, err := m.TryLock(ctx)
+	fmt.Println("after both:", err == nil)
+	_ = next.Unlock(ctx)
+	// Output:
+	// same owner: true same token: true
+	// the handle again: true
+	// after the inner unlock: true
+	// after both: true
 }
 
 func ExampleRWMutex_Lock_timeout() {

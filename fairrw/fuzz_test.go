@@ -60,7 +60,7 @@ func lockNameSeeds() []string {
 		long, long + "a", "{" + long[2:] + "}", "{" + long[1:] + "}", long[1:] + "{",
 		"redisson_rwlock:{a}", "redisson_unlock_latch:{a}:x", "fairrw:{a}", "fairrw:{a}:readers",
 		"fairrw_fence:{a}", "fairrw_attempt:{a}:x", "fairrw_wake:{a}", "fairrwx", "fairrw", "fairrw-lock", "{a}:owner:rwlock_timeout:1",
-		"fairrw:a", "a\n{b}\r\n",
+		"fairrw:a", "a\n{b}\r\n", "fairrw:1:{a}", "fairrw:1:{a}:fence", "{fairrw:1:{a}}", "x", "{x}", "{orders}:readers",
 	}
 }
 
@@ -80,22 +80,22 @@ func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string
 	case redissonPolicy:
 		// As acquire, release and forceUnlock build them.
 		keys = append(keys,
-			compat.AttemptLatch(k.name, id), compat.Fair(k.name).State, compat.Fence(k.name),
+			compat.OwnerMarker(k.name, owner), compat.Fair(k.name).State, compat.Fence(k.name),
 			compat.LeaseKeyPrefix(k.name, owner), compat.LeaseKey(k.name, owner, 1), compat.LeaseKey(k.name, owner, 1<<30),
 			compat.UnlockLatch(k.name, id), compat.Channel(k.name),
-			// redisson_read_unlock rebuilds every owner's lease keys from
+			// redisson_unlock rebuilds every owner's lease keys from
 			// KEYS[4] = KeyPrefix: "<prefix>:<field>:rwlock_timeout:<k>".
 			compat.KeyPrefix(k.name)+":"+owner+":rwlock_timeout:1",
 			compat.KeyPrefix(k.name)+":"+compat.WriteField(owner)+":rwlock_timeout:7",
 		)
 	case fairPolicy:
 		for _, mode := range []Mode{Read, Write} {
-			ck, _ := pp.common(k, mode, owner, "1", "1", "1", compat.Publish)
+			ck, _ := pp.common(k, mode, owner, "1", "1", "1", "1", compat.Publish)
 			keys = append(keys, ck...)
 		}
 		fk := compat.Fair(k.name)
 		keys = append(keys, fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fk.Channel,
-			compat.Fence(k.name), compat.AttemptLatch(k.name, id), compat.UnlockLatch(k.name, id))
+			compat.Fence(k.name), compat.OwnerMarker(k.name, owner), compat.UnlockLatch(k.name, id))
 	default:
 		t.Fatalf("unknown policy implementation %T", p)
 	}

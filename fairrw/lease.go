@@ -10,8 +10,9 @@ import (
 )
 
 // A Lease is one granted hold of a lock: a read or the write, from one
-// acquire. It is alive until it is unlocked or lost; Done tells which moment
-// that is, and Err why.
+// acquire (Lock, RLock, TryLock, TryRLock) or taken further from another
+// Lease of the same owner (Lease.Lock, Lease.RLock). It is alive until it is
+// unlocked or lost; Done tells which moment that is, and Err why.
 //
 // A Lease taken without WithLease is renewed by its Client's watchdog every
 // third of the lease time. A Lease whose hold Redis no longer has, or whose
@@ -20,15 +21,16 @@ import (
 // returns an error wrapping ErrLeaseLost, even while Redis is unreachable.
 // Work guarded by the lock should stop when Done closes.
 //
+// Every Lease is its own hold: Redis keeps it at least until its Deadline,
+// whatever happens to the other Leases of its owner (released, expired,
+// renewed), and once it has ended it keeps no one out. When every Lease of
+// an owner has been unlocked, the owner holds nothing in Redis.
+//
 // A Lease is safe for concurrent use.
 type Lease struct {
-	m    *RWMutex
-	mode Mode
-	// owner is the owner the hold was granted under. Its unlock and
-	// renewals must use it even after the handle has moved on to a new
-	// tenure (the lease was lost locally, and the handle locked again).
-	owner    string
-	attempt  string
+	m        *RWMutex
+	own      *owner // the owner the hold was granted under
+	mode     Mode
 	lease    time.Duration
 	watchdog bool
 	woken    wakeSource
@@ -54,13 +56,15 @@ const (
 	leaseEnded
 )
 
-func newLease(ctx context.Context, m *RWMutex, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
+// newLease records a grant to owner o as a Lease, counted among o's.
+// The caller holds o.mu if o may have other Leases.
+func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
+	m := o.m
 	l := &Lease{
 		acquireSpan: trace.SpanContextFromContext(ctx),
 		m:           m,
+		own:         o,
 		mode:        mode,
-		owner:       cfg.owner,
-		attempt:     got.attempt,
 		lease:       cfg.lease,
 		watchdog:    !cfg.explicit,
 		woken:       got.woken,
@@ -69,7 +73,7 @@ func newLease(ctx context.Context, m *RWMutex, mode Mode, cfg acquireConfig, got
 		deadline:    got.sent.Add(cfg.lease),
 		granted:     time.Now(),
 	}
-	m.count(mode, 1)
+	o.leases = append(o.leases, l)
 	m.tel.held(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
@@ -107,8 +111,10 @@ func (l *Lease) Deadline() time.Time {
 
 // Unlock releases the hold. It runs detached from ctx's cancellation (so a
 // cancelled request never leaves a lock held until its lease ends), bounded
-// by the Client's unlock timeout, and retries safely. It returns ErrNotHeld
-// if the lease was unlocked before or lost, or if Redis no longer had it.
+// by the Client's unlock timeout, and retries safely: a retry returns the
+// first answer. It returns ErrNotHeld if the lease was unlocked before or
+// lost, or if Redis no longer had it. The owner's other Leases keep their
+// holds; once the last of them is unlocked, the owner holds nothing.
 func (l *Lease) Unlock(ctx context.Context) error {
 	return l.unlockAs(ctx, false)
 }
@@ -136,8 +142,20 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	return err
 }
 
+// unlock releases the hold in Redis, writing what its owner still holds
+// alive; the owner's lock keeps its other changes out meanwhile.
+//
+// The owner's last release also gives it up (marks it) when one of its
+// attempts had an outcome it never learned: a copy of that attempt may
+// still be on its way to Redis, and would take the lock again for an
+// owner that no one unlocks any more.
 func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
-	res, err := l.m.release(ctx, l.mode, l.owner, l.attempt, false, unreachableFails)
+	o := l.own
+	o.mu.Lock()
+	st := o.alive(l, time.Now())
+	last := o.unsure && st.writes == 0 && len(st.reads) == 0
+	res, err := l.m.release(ctx, o, l.mode, st, last, unreachableFails, l.m.c.unlockTimeout)
+	o.mu.Unlock()
 	switch {
 	case err != nil:
 		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)
@@ -175,10 +193,6 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.state = leaseEnded
 	l.err = err
 	l.timer.Stop()
-	// Uncounted before Done closes: a holder that sees its lease end and
-	// locks again must find the tenure over, or it would re-enter a hold
-	// that Redis may still have. (Lock order: Lease.mu, then RWMutex.mu.)
-	l.m.count(l.mode, -1)
 	close(l.done)
 	l.mu.Unlock()
 	l.m.c.renewer.remove(l)
@@ -215,6 +229,15 @@ func (l *Lease) confirm(deadline time.Time) {
 	l.timer.Reset(time.Until(deadline))
 }
 
+// left returns how long the lease has left as of now, and whether it is
+// alive: not ended, and its deadline not passed.
+func (l *Lease) left(now time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	left := l.deadline.Sub(now)
+	return left, l.state != leaseEnded && left > 0
+}
+
 // renewable reports whether the watchdog should renew the lease now.
 func (l *Lease) renewable() bool {
 	l.mu.Lock()
@@ -230,25 +253,30 @@ func (l *Lease) renewable() bool {
 func (l *Lease) WokenBy() string { return l.woken.String() }
 
 // Token returns the lease's fencing token. A write grant's token is strictly
-// greater than every token granted before for this lock name (a reentrant
-// write grant keeps its owner's token); a read grant returns the current
-// one. Pass it to the storage the lock guards and have it refuse a token
-// lower than the highest it has seen: a holder whose lease was lost without
-// its knowing (a long pause, a failover) is then refused there.
+// greater than every token granted before for this lock name (a further
+// write hold keeps its owner's token); a read grant returns the last write
+// token still known, or 0. Pass it to the storage the lock guards and have
+// it refuse a token lower than the highest it has seen: a holder whose lease
+// was lost without its knowing (a long pause, a failover) is then refused
+// there.
 //
-// Tokens are minted by an INCR in Redis on a key that outlives the lock
-// ("fairrw_fence:{N}"). A Redis that restarts without persistence, or fails
-// over before replicating, can lose the counter: tokens then start again
-// from 1, and a storage that keeps its highest token refuses them until they
-// pass it. Run Redis with AOF (appendfsync everysec or always), or raise the
-// counter past the storage's highest token (SET fairrw_fence:{N} <max>)
-// after such a loss.
+// Tokens need no key that outlives the lock. A write token is the Redis
+// server's clock in microseconds (about 1.8e15 in 2026), or one more than
+// the lock's last token if that is higher; the last token is kept beside the
+// lock for a second, and once it is gone the clock has passed it. So tokens increase across idle periods,
+// across a Redis restart without persistence and across a failover, as long
+// as the server clocks (NTP-synchronized) never step back by more than the
+// time between two write grants of the name. What this gives up against a
+// counter: tokens are not 1, 2, 3 (no count of writers), and a server clock
+// set back by hand, or a promoted replica whose clock is behind by more than
+// the failover took, can mint a lower token: the storage then refuses it
+// (safe), until the clock passes the highest token it saw.
 func (l *Lease) Token() uint64 { return l.token }
 
 // Owner returns the owner the hold was granted under, "<client uuid>:<n>" as
-// written to Redis: the handle's owner for the tenure this lease belongs to
-// (RWMutex.Owner names the handle's current or last tenure).
-func (l *Lease) Owner() string { return l.owner }
+// written to Redis: one per acquire, shared by the further holds taken from
+// its Leases.
+func (l *Lease) Owner() string { return l.own.id }
 
 // endedBefore is Unlock's answer for a lease that had already ended: lost
 // (err is why) or unlocked (err is nil).

@@ -11,11 +11,11 @@ import "context"
 // not apply: an RLock has one mode and admits whoever asks first after a
 // release (it is not fair).
 //
-// Holds are reentrant per handle, as a Java thread's: the same handle may
-// lock again, each Lock returns its own Lease (unlocked once each), and a
-// reentrant Lock sets the lease again. Goroutines that must exclude each
-// other need separate handles. A handle's owner id changes from one tenure
-// to the next, as an RWMutex's (see RWMutex.Owner).
+// Every Lock and TryLock call is a new owner (a Java thread), so a handle may
+// be shared by goroutines that must exclude each other. Reentrancy is
+// explicit: Lease.Lock on a Mutex's Lease takes a further hold for the same
+// owner, with its own lease, unlocked on its own; the mutex is free once
+// every Lease of its owner is unlocked.
 //
 // A name is either a mutex or a read-write lock: Lock on a name held as a
 // read-write lock, and RWMutex calls on a name held as a mutex, return
@@ -27,8 +27,8 @@ type Mutex struct {
 	rw *RWMutex
 }
 
-// Mutex returns a handle on the mutex name: a new lock owner (a Java
-// thread). An invalid name is reported by the handle's first call
+// Mutex returns a handle on the mutex name; every acquire on it is a new
+// lock owner (a Java thread). An invalid name is reported by the handle's first call
 // (ErrInvalidName), before any command.
 func (c *Client) Mutex(name string) *Mutex {
 	return &Mutex{rw: c.handle(mutexPolicy{}, c.mutexTel, name)}
@@ -36,14 +36,6 @@ func (c *Client) Mutex(name string) *Mutex {
 
 // Name returns the lock name.
 func (m *Mutex) Name() string { return m.rw.Name() }
-
-// Owner returns the owner identity written to Redis for the handle's current
-// or last tenure, "<client UUID>:<owner id>": the hash field of its holds.
-func (m *Mutex) Owner() string { return m.rw.Owner() }
-
-// OwnerID returns the owner id of the handle's current tenure (Java's
-// thread id).
-func (m *Mutex) OwnerID() uint64 { return m.rw.OwnerID() }
 
 // Lock takes the mutex, waiting until it is granted or ctx is done. On
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing

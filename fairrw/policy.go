@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/internal/script"
 )
 
@@ -32,9 +32,6 @@ type policyImpl interface {
 	keys(name string) (lockKeys, error)
 	acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error)
 	release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error)
-	// cancelWait withdraws a waiter that gives up (its queue entry, if the
-	// policy keeps one), so that it blocks no one.
-	cancelWait(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) error
 	forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error)
 	// renewEntry describes one (lock, owner, mode) for the batched renewal
 	// script renewScript: the keys it passes and its arguments.
@@ -44,7 +41,8 @@ type policyImpl interface {
 	// the unlock as Java does.
 	unlockLatch(k *lockKeys, request string) string
 	// queued reports whether waiters hold entries that expire unless they
-	// try again: their sleep is then bounded by a third of the lease.
+	// try again: their sleep is then bounded by a third of the lease, and a
+	// waiter that gives up withdraws its entry.
 	queued() bool
 }
 
@@ -57,15 +55,21 @@ type lockKeys struct {
 }
 
 type acquireRequest struct {
-	mode     Mode
-	owner    string // "<client UUID>:<owner id>"
-	attempt  string // attempt id: a retry of the same id is a no-op
-	lease    time.Duration
-	queue    time.Duration // how long a waiter's entry lives unless refreshed
-	latchTTL time.Duration
-	publish  string
-	wait     bool // queue up when refused (Lock, RLock), not for Try*
-	tracked  bool // arm client tracking on the lock key with this attempt
+	mode  Mode
+	owner string // "<client UUID>:<owner id>"
+	lease time.Duration
+	queue time.Duration // how long a waiter's entry lives unless refreshed
+	// stamp is when the attempt was first sent (the client's wall clock):
+	// Redis refuses a copy that arrives more than window later (see
+	// lua/common.lua), so a retry counts once however late it runs.
+	stamp   time.Time
+	window  time.Duration
+	publish string
+	wait    bool // queue up when refused (Lock, RLock), not for Try*
+	// further > 0 takes a further hold of an owner that holds already,
+	// and makes further its count of holds in mode; 0 is a first hold.
+	further int
+	tracked bool // arm client tracking on the lock key with this attempt
 	// syncReplicas > 0 sends WAIT syncReplicas syncTimeout behind the
 	// attempt, on its connection (WithSyncReplicas).
 	syncReplicas int64
@@ -74,9 +78,13 @@ type acquireRequest struct {
 
 type acquireReply struct {
 	granted bool
-	aborted bool          // the attempt had been aborted by its caller
-	wait    time.Duration // the longest to wait before retrying
-	token   uint64        // the fencing token of a grant
+	// void: the attempt took nothing and never will: it reached Redis too
+	// late, or its owner had been given up.
+	void bool
+	// gone: a further hold's owner holds nothing any more in Redis.
+	gone  bool
+	wait  time.Duration // the longest to wait before retrying
+	token uint64        // the fencing token of a grant
 	// replicas is how many replicas acknowledged the attempt's writes, when
 	// it was sent with WAIT.
 	replicas int64
@@ -106,16 +114,46 @@ func runAcquire(ctx context.Context, rdb rueidis.Client, s *script.Script, keys,
 	}
 }
 
+// releaseRequest releases one hold of mode, or gives an owner up
+// (abandon), and writes what the owner still holds (state).
 type releaseRequest struct {
-	mode     Mode
-	owner    string
-	attempt  string // the attempt id of the hold being released
-	request  string // unlock request id (32 hex digits), for the latch
-	abort    bool   // mark the attempt latch aborted instead of deleting it
-	lease    time.Duration
-	queue    time.Duration
-	latchTTL time.Duration
-	publish  string
+	mode      Mode
+	owner     string
+	request   string // unlock request id (32 hex digits), for the latch
+	abandon   bool   // give the owner up: mark it, drop its queue entries
+	state     ownerState
+	stamp     time.Time
+	window    time.Duration
+	latchTTL  time.Duration
+	markerTTL time.Duration
+	queue     time.Duration
+	publish   string
+}
+
+// writeArgs renders the owner's writes as the release scripts take them:
+// the count and the longest one's time left.
+func (st ownerState) writeArgs() []string {
+	if st.writes == 0 {
+		return []string{"0", "0"}
+	}
+	return []string{strconv.Itoa(st.writes), millis(st.wcover)}
+}
+
+// readArgs renders each read's time left, the longest first.
+func (st ownerState) readArgs() []string {
+	args := make([]string, len(st.reads))
+	for i, d := range st.reads {
+		args[i] = millis(d)
+	}
+	return args
+}
+
+// readCover is the longest time a read of the owner has left (0: none).
+func (st ownerState) readCover() time.Duration {
+	if len(st.reads) == 0 {
+		return 0
+	}
+	return st.reads[0]
 }
 
 type releaseResult int
@@ -127,15 +165,13 @@ const (
 )
 
 // parseAcquire reads every acquire script's reply: {1, token} granted,
-// {0, ms} refused (wait at most ms), {-1, 0} aborted; an error reply
-// starting with FAIRRW_POLICY when another policy holds the name.
+// {0, ms} refused (wait at most ms), {-1, 0} void, {-2, 0} a further hold's
+// owner gone; an error reply starting with FAIRRW_POLICY when another
+// policy holds the name.
 func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
 	values, err := res.ToArray()
 	if err != nil {
-		if rerr, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(rerr.Error(), "FAIRRW_POLICY") {
-			return acquireReply{}, &policyError{msg: strings.TrimPrefix(rerr.Error(), "FAIRRW_POLICY ")}
-		}
-		return acquireReply{}, err
+		return acquireReply{}, redisError(err)
 	}
 	if len(values) != 2 {
 		return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply of %d values", len(values))
@@ -149,7 +185,9 @@ func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
 	case 1:
 		return acquireReply{granted: true, token: uint64(value)}, nil
 	case -1:
-		return acquireReply{aborted: true}, nil
+		return acquireReply{void: true}, nil
+	case -2:
+		return acquireReply{gone: true}, nil
 	default:
 		return acquireReply{wait: time.Duration(value) * time.Millisecond}, nil
 	}
@@ -163,12 +201,34 @@ func parseRelease(res rueidis.RedisResult) (releaseResult, error) {
 	case rueidis.IsRedisNil(err):
 		return releaseNotHeld, nil
 	case err != nil:
-		return releaseNotHeld, err
+		return releaseNotHeld, redisError(err)
 	case n == 0:
 		return releaseStillHeld, nil
+	case n < 0:
+		return releaseNotHeld, nil
 	default:
 		return releaseFreed, nil
 	}
+}
+
+// redisError turns the errors a caller can cause into sentinels: a name
+// held under another policy (the scripts' FAIRRW_POLICY), or a key of
+// another type where the lock keeps its state (WRONGTYPE: a key the lock
+// did not write sits at one of its names). Both are definite: nothing was
+// changed.
+func redisError(err error) error {
+	rerr, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return err
+	}
+	msg := rerr.Error()
+	switch {
+	case strings.HasPrefix(msg, "FAIRRW_POLICY"):
+		return &policyError{msg: strings.TrimPrefix(msg, "FAIRRW_POLICY ")}
+	case strings.Contains(msg, "WRONGTYPE"):
+		return &policyError{msg: "a key of another kind is stored under the lock's name (" + msg + ")"}
+	}
+	return err
 }
 
 // policyError is the answer of a script that found the name held under
@@ -180,12 +240,3 @@ func (e *policyError) Error() string { return ErrPolicyMismatch.Error() + ": " +
 
 // Unwrap makes errors.Is(err, ErrPolicyMismatch) hold.
 func (e *policyError) Unwrap() error { return ErrPolicyMismatch }
-
-var attemptAbort = script.New("attempt_abort", true)
-
-// abortAttempt settles an attempt latch: it reports whether the attempt had
-// been granted, and otherwise marks it aborted so no late copy takes the lock.
-func abortAttempt(ctx context.Context, c *Client, k *lockKeys, attempt string) (bool, error) {
-	n, err := attemptAbort.Exec(ctx, c.rdb, []string{compat.AttemptLatch(k.name, attempt)}, []string{millis(c.unlockTimeout)}).AsInt64()
-	return n == 1, err
-}

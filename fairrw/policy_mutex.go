@@ -3,6 +3,7 @@ package fairrw
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/rueidis"
 
@@ -18,8 +19,8 @@ import (
 type mutexPolicy struct{}
 
 var (
-	redissonLockAcquire     = script.NewFrom("redisson_lock_acquire", lua.Compose("redisson_lib", "redisson_lock_acquire"), true)
-	redissonLockUnlock      = script.NewFrom("redisson_lock_unlock", lua.Compose("redisson_lib", "redisson_lock_unlock"), true)
+	redissonLockAcquire     = script.NewFrom("redisson_lock_acquire", lua.Compose("common", "redisson_lib", "redisson_lock_acquire"), false)
+	redissonLockUnlock      = script.NewFrom("redisson_lock_unlock", lua.Compose("common", "redisson_lib", "redisson_lock_unlock"), false)
 	redissonLockForceUnlock = script.New("redisson_lock_force_unlock", false)
 )
 
@@ -30,7 +31,7 @@ func (mutexPolicy) name() string { return mutexPolicyName }
 
 func (mutexPolicy) keys(name string) (lockKeys, error) {
 	channel := compat.MutexChannel(name)
-	if err := validateName(name, channel, compat.AttemptLatch(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
+	if err := validateName(name, channel, compat.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
 		return lockKeys{}, err
 	}
 	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name}, nil
@@ -40,28 +41,25 @@ func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys,
 	if r.mode != Write {
 		return acquireReply{}, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
 	}
-	keys := []string{k.name, compat.AttemptLatch(k.name, r.attempt), compat.Fair(k.name).State, compat.Fence(k.name)}
-	args := []string{millis(r.lease), compat.MutexField(r.owner), millis(r.latchTTL)}
+	keys := []string{k.name, compat.OwnerMarker(k.name, r.owner), compat.Fair(k.name).State, compat.Fence(k.name)}
+	args := []string{millis(r.lease), compat.MutexField(r.owner), stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)}
 	return runAcquire(ctx, rdb, redissonLockAcquire, keys, args, r)
 }
 
 func (mutexPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	action := "del"
-	if r.abort {
-		action = "abort"
-	}
 	res := redissonLockUnlock.Exec(ctx, rdb,
-		[]string{k.name, k.channel, compat.UnlockLatch(k.name, r.request), compat.AttemptLatch(k.name, r.attempt)},
-		[]string{compat.MutexUnlockMessage, millis(r.lease), compat.MutexField(r.owner), r.publish, millis(r.latchTTL), action, millis(r.latchTTL)})
+		[]string{k.name, k.channel, compat.UnlockLatch(k.name, r.request), compat.OwnerMarker(k.name, r.owner)},
+		append([]string{compat.MutexUnlockMessage, compat.MutexField(r.owner), r.publish, millis(r.latchTTL),
+			boolArg(r.abandon), millis(r.markerTTL), stampArg(r.stamp), millis(r.window)}, r.state.writeArgs()...))
 	return parseRelease(res)
 }
 
 func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, _ Mode, publish string) (bool, error) {
 	n, err := redissonLockForceUnlock.Exec(ctx, rdb, []string{k.name, k.channel, compat.Fair(k.name).State}, []string{compat.MutexUnlockMessage, publish}).AsInt64()
 	if err == nil && n < 0 {
-		return false, &policyError{msg: "lock is held as a read-write lock"}
+		return false, &policyError{msg: "lock is held as a read-write lock (policy redisson, writer-preferring or phase-fair)"}
 	}
-	return n == 1, err
+	return n == 1, redisError(err)
 }
 
 // renewEntry renews like Java's RLock watchdog (the owner's field still
@@ -72,11 +70,6 @@ func (mutexPolicy) renewEntry(k *lockKeys, owner string, _ Mode) ([]string, []st
 }
 
 func (mutexPolicy) renewScript() *script.Script { return redissonRenew }
-
-// cancelWait has nothing to withdraw: an RLock's waiters leave no trace.
-func (mutexPolicy) cancelWait(context.Context, rueidis.Client, *lockKeys, *acquireRequest) error {
-	return nil
-}
 
 func (mutexPolicy) queued() bool { return false }
 

@@ -27,52 +27,49 @@ func (redissonPolicy) String() string { return "redisson" }
 func (redissonPolicy) impl() policyImpl { return redissonPolicy{} }
 func (redissonPolicy) name() string     { return "redisson" }
 
+// Acquire and unlock scripts are not retried by rueidis: fairrw retries
+// them itself, so that it knows when a copy may still be on its way to Redis
+// (owner.unsure; an unlock latch kept for the accept window).
 var (
-	redissonReadAcquire  = script.NewFrom("redisson_read_acquire", lua.Compose("redisson_lib", "redisson_read_acquire"), true)
-	redissonWriteAcquire = script.NewFrom("redisson_write_acquire", lua.Compose("redisson_lib", "redisson_write_acquire"), true)
-	redissonReadUnlock   = script.NewFrom("redisson_read_unlock", lua.Compose("redisson_lib", "redisson_read_unlock"), true)
-	redissonWriteUnlock  = script.NewFrom("redisson_write_unlock", lua.Compose("redisson_lib", "redisson_write_unlock"), true)
+	redissonReadAcquire  = script.NewFrom("redisson_read_acquire", lua.Compose("common", "redisson_lib", "redisson_read_acquire"), false)
+	redissonWriteAcquire = script.NewFrom("redisson_write_acquire", lua.Compose("common", "redisson_lib", "redisson_write_acquire"), false)
+	redissonUnlock       = script.NewFrom("redisson_unlock", lua.Compose("common", "redisson_lib", "redisson_unlock"), false)
 	redissonRenew        = script.New("redisson_renew", true)
 	redissonForceUnlock  = script.New("redisson_force_unlock", false)
 )
 
 func (redissonPolicy) keys(name string) (lockKeys, error) {
-	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.AttemptLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
+	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.OwnerMarker(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
 		return lockKeys{}, err
 	}
 	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name}, nil
 }
 
 func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	latch := compat.AttemptLatch(k.name, r.attempt)
+	marker := compat.OwnerMarker(k.name, r.owner)
 	fair, fence := compat.Fair(k.name).State, compat.Fence(k.name)
-	s, keys, args := redissonWriteAcquire, []string{k.name, latch, fair, fence}, []string{millis(r.lease), compat.WriteField(r.owner), millis(r.latchTTL)}
+	stamp, window, further := stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)
 	if r.mode == Read {
-		s = redissonReadAcquire
-		keys = []string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), latch, fair, fence}
-		args = []string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), millis(r.latchTTL)}
+		return runAcquire(ctx, rdb, redissonReadAcquire,
+			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), marker, fair, fence},
+			[]string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), stamp, window, further}, r)
 	}
-	return runAcquire(ctx, rdb, s, keys, args, r)
+	return runAcquire(ctx, rdb, redissonWriteAcquire,
+		[]string{k.name, marker, fair, fence},
+		[]string{millis(r.lease), compat.WriteField(r.owner), stamp, window, further}, r)
 }
 
 func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	latch := compat.UnlockLatch(k.name, r.request)
-	attemptLatch := compat.AttemptLatch(k.name, r.attempt)
-	action := "del"
-	if r.abort {
-		action = "abort"
+	mode := "r"
+	if r.mode == Write {
+		mode = "w"
 	}
-	var res rueidis.RedisResult
-	if r.mode == Read {
-		res = redissonReadUnlock.Exec(ctx, rdb,
-			[]string{k.name, k.channel, compat.LeaseKeyPrefix(k.name, r.owner), compat.KeyPrefix(k.name), latch, attemptLatch},
-			[]string{compat.UnlockMessage, compat.ReadField(r.owner), r.publish, millis(r.latchTTL), action, millis(r.latchTTL)})
-	} else {
-		res = redissonWriteUnlock.Exec(ctx, rdb,
-			[]string{k.name, k.channel, latch, attemptLatch},
-			[]string{compat.ReadUnlockMessage, millis(r.lease), compat.WriteField(r.owner), r.publish, millis(r.latchTTL), action, millis(r.latchTTL)})
-	}
-	return parseRelease(res)
+	args := []string{mode, compat.ReadField(r.owner), compat.WriteField(r.owner), r.publish, millis(r.latchTTL),
+		boolArg(r.abandon), millis(r.markerTTL), stampArg(r.stamp), millis(r.window)}
+	args = append(append(args, r.state.writeArgs()...), r.state.readArgs()...)
+	return parseRelease(redissonUnlock.Exec(ctx, rdb,
+		[]string{k.name, k.channel, compat.LeaseKeyPrefix(k.name, r.owner), compat.KeyPrefix(k.name), compat.UnlockLatch(k.name, r.request), compat.OwnerMarker(k.name, r.owner)},
+		args))
 }
 
 func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {
@@ -81,7 +78,7 @@ func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lo
 		msg = compat.ReadUnlockMessage
 	}
 	n, err := redissonForceUnlock.Exec(ctx, rdb, []string{k.name, k.channel}, []string{mode.String(), msg, publish}).AsInt64()
-	return n == 1, err
+	return n == 1, redisError(err)
 }
 
 func (redissonPolicy) renewEntry(k *lockKeys, owner string, mode Mode) ([]string, []string) {
@@ -89,11 +86,6 @@ func (redissonPolicy) renewEntry(k *lockKeys, owner string, mode Mode) ([]string
 		return []string{k.name}, []string{"w", compat.WriteField(owner), ""}
 	}
 	return []string{k.name}, []string{"r", compat.ReadField(owner), compat.LeaseKeyPrefix(k.name, owner)}
-}
-
-// cancelWait has nothing to withdraw: Redisson's waiters leave no trace.
-func (redissonPolicy) cancelWait(context.Context, rueidis.Client, *lockKeys, *acquireRequest) error {
-	return nil
 }
 
 func (redissonPolicy) queued() bool { return false }
@@ -104,10 +96,22 @@ func (redissonPolicy) unlockLatch(k *lockKeys, request string) string {
 	return compat.UnlockLatch(k.name, request)
 }
 
+// millis renders d in whole milliseconds, at least 1 (Redis's resolution).
 func millis(d time.Duration) string {
 	ms := d.Milliseconds()
 	if ms < 1 {
 		ms = 1
 	}
 	return strconv.FormatInt(ms, 10)
+}
+
+// stampArg renders a send time as the scripts compare it with the server's
+// clock: Unix milliseconds.
+func stampArg(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -45,9 +45,8 @@ func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Durat
 	}
 }
 
-// start counts the lease in its handle and begins watching its node leases.
+// start begins watching the lease's node leases.
 func (l *QuorumLease) start() {
-	l.m.count(l.mode, 1)
 	go l.watch()
 }
 
@@ -142,7 +141,6 @@ func (l *QuorumLease) finish(err error, heldOnly bool) bool {
 	}
 	l.state = leaseEnded
 	l.err = err
-	l.m.count(l.mode, -1) // before Done closes: a holder may lock again at once
 	close(l.done)
 	return true
 }

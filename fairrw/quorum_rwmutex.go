@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/fairrw/rwlock/compat"
@@ -14,22 +13,17 @@ import (
 )
 
 // A QuorumRWMutex is a handle on one read-write lock held over a Quorum's
-// nodes, and one owner of it: on each node it is an RWMutex handle of that
-// node's Client, with the same name. It behaves as an RWMutex (reentrant
-// holds, downgrade, no upgrade), and a grant needs a majority of nodes.
-// Get handles from Quorum.RWMutex; do not copy them.
+// nodes: on each node it is an RWMutex handle of that node's Client, with the
+// same name. Every acquire on it is a new owner on every node, so goroutines
+// that share a handle exclude each other, and a grant needs a majority of
+// nodes. Quorum leases take no further holds (no reentrancy or downgrade):
+// an owner that needs them holds a single-node lock. Get handles from
+// Quorum.RWMutex; it may be shared by goroutines and must not be copied.
 type QuorumRWMutex struct {
 	q     *Quorum
 	name  string
 	nodes []*RWMutex
 	err   error // the name's validation error
-
-	// The handle's own quorum leases alive, by mode, for the upgrade
-	// check. A node handle's counts are not enough: a node lease given
-	// back in the background (a round decided without it, an Unlock's
-	// straggler) still counts there for a while.
-	mu   sync.Mutex
-	held holdCounts
 }
 
 // RWMutex returns a handle on the lock name over every node of the quorum.
@@ -106,9 +100,6 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 	}
 	if err := m.q.enter(); err != nil {
 		return nil, err
-	}
-	if mode == Write && m.upgrade() {
-		return nil, fmt.Errorf("%w: %q: this owner holds a read, and a read is never upgraded to the write", ErrNotAcquired, m.name)
 	}
 	var w *quorumWait
 	defer func() {
@@ -363,7 +354,7 @@ func (m *QuorumRWMutex) fence(ctx context.Context, mode Mode, grants []*Lease) q
 			c := m.nodes[i].c
 			rctx, cancel := context.WithTimeout(ctx, m.q.nodeTimeout)
 			defer cancel()
-			_, err := fenceRaise.Exec(rctx, c.rdb, []string{compat.Fence(m.name)}, []string{fmt.Sprint(h.token)}).AsInt64()
+			_, err := fenceRaise.Exec(rctx, c.rdb, []string{compat.Fence(m.name)}, []string{fmt.Sprint(h.token), millis(grants[i].lease)}).AsInt64()
 			done <- raised{i, err}
 		}()
 	}
@@ -399,18 +390,4 @@ func majorityDeadline(leases []*Lease, majority int) time.Time {
 	}
 	slices.SortFunc(ds, func(a, b time.Time) int { return b.Compare(a) })
 	return ds[majority-1]
-}
-
-// upgrade reports whether the handle holds a read and not the write.
-func (m *QuorumRWMutex) upgrade() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.held.upgrade()
-}
-
-// count tracks the handle's quorum leases: +1 at a grant, -1 at its end.
-func (m *QuorumRWMutex) count(mode Mode, delta int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.held.add(mode, delta)
 }

@@ -3,6 +3,7 @@ package fairrw_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
@@ -49,7 +51,7 @@ func quorumCtx(t *testing.T) context.Context {
 }
 
 // TestQuorumExclusion: under every policy, a write quorum excludes reads and
-// writes of other handles, readers share, and a release lets the next in.
+// writes of other owners (on its own handle too), readers share, and a release lets the next in.
 func TestQuorumExclusion(t *testing.T) {
 	for _, p := range locktest.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
@@ -63,8 +65,10 @@ func TestQuorumExclusion(t *testing.T) {
 			if w.Nodes() != 3 {
 				t.Errorf("write held on %d nodes, want 3", w.Nodes())
 			}
-			if _, err := b.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
-				t.Fatalf("TryLock under a write quorum: %v, want ErrNotAcquired", err)
+			for _, h := range []*fairrw.QuorumRWMutex{a, b} { // the holder's handle is no owner
+				if _, err := h.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+					t.Fatalf("TryLock under a write quorum: %v, want ErrNotAcquired", err)
+				}
 			}
 			if _, err := b.TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
 				t.Fatalf("TryRLock under a write quorum: %v, want ErrNotAcquired", err)
@@ -141,18 +145,22 @@ func TestQuorumMinorityDown(t *testing.T) {
 	eventuallyNoLockKeys(t, nodes[2])
 }
 
-// eventuallyNoLockKeys fails unless the node is left with no key but
-// fencing counters (which outlive locks) within a second: unlock latches
-// are deleted right after their unlock, by a janitor of the Client.
+// eventuallyNoLockKeys fails unless, within a second, the node is left
+// with no key but the last fencing token and given-up owners' markers, each
+// with a TTL (nothing of a lock outlives its lease): unlock latches are
+// deleted right after their unlock, by a janitor of the Client.
 func eventuallyNoLockKeys(t *testing.T, node *miniredis.Miniredis) {
 	t.Helper()
 	var left []string
 	for range 100 {
 		left = left[:0]
 		for _, k := range node.Keys() {
-			if !strings.HasPrefix(k, "fairrw_fence:") {
-				left = append(left, k)
+			fence := strings.HasPrefix(k, compat.FairPrefix+":") && strings.HasSuffix(k, ":fence")
+			marker := strings.HasPrefix(k, compat.OwnerMarkerPrefix+":")
+			if (fence || marker) && node.TTL(k) > 0 {
+				continue
 			}
+			left = append(left, k)
 		}
 		if len(left) == 0 {
 			return
@@ -201,25 +209,36 @@ func TestQuorumNodeLostWhileHeld(t *testing.T) {
 	eventuallyNoLockKeys(t, nodes[0])
 }
 
-// TestQuorumTokensMonotonic: node counters that drifted apart (one node far
-// ahead) do not make tokens go back: the first grant raises the others to
-// its token, so a later majority without the node ahead still goes higher.
+// TestQuorumTokensMonotonic: nodes whose last tokens drifted apart (one
+// node's far ahead, as after a clock step) do not make tokens go back: a
+// grant's token exceeds the highest node's, and raises the others' to it, so
+// a later majority without the node ahead still goes higher.
 func TestQuorumTokensMonotonic(t *testing.T) {
 	q, nodes := quorumNodes(t, 3, fairrw.PhaseFair(), 10*time.Second)
 	ctx := quorumCtx(t)
-	if err := nodes[0].Set("fairrw_fence:{q:fence}", "100"); err != nil {
+	const name = "q:fence"
+	// A token a day ahead of the clock-based ones (microseconds), kept as
+	// the library keeps the last token: with a TTL.
+	ahead := uint64(time.Now().Add(24 * time.Hour).UnixMicro())
+	if err := nodes[0].Set(compat.Fence(name), strconv.FormatUint(ahead, 10)); err != nil {
 		t.Fatal(err)
 	}
-	m := q.RWMutex("q:fence")
+	nodes[0].SetTTL(compat.Fence(name), 20*time.Second)
+	m := q.RWMutex(name)
 	first, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Token() != 101 {
-		t.Errorf("first token %d, want 101 (the highest node's)", first.Token())
+	if first.Token() <= ahead {
+		t.Errorf("first token %d, not above the highest node's %d", first.Token(), ahead)
 	}
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+	for i, n := range nodes[1:] {
+		if n.TTL(compat.Fence(name)) <= 0 {
+			t.Errorf("node %d: %s has TTL %v, want a TTL", i+1, compat.Fence(name), n.TTL(compat.Fence(name)))
+		}
 	}
 	nodes[0].Close()
 	second, err := m.Lock(ctx)
@@ -229,50 +248,67 @@ func TestQuorumTokensMonotonic(t *testing.T) {
 	if second.Token() <= first.Token() {
 		t.Errorf("second token %d not above the first %d", second.Token(), first.Token())
 	}
-	r, err := q.RWMutex("q:fence").TryRLock(ctx)
-	if err == nil {
-		t.Fatalf("read granted under the write")
+	if _, err := q.RWMutex(name).TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
+		t.Fatalf("read under the write: %v, want ErrNotAcquired", err)
 	}
-	_ = r
 	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Token() <= second.Token() {
+		t.Errorf("third token %d not above the second %d", third.Token(), second.Token())
+	}
+	if err := third.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestQuorumHammer: writers on separate handles over three nodes never
-// overlap, and every one gets through (contending rounds that split the
-// nodes back off and retry).
+// TestQuorumHammer: writers over three nodes never overlap, and every one
+// gets through (contending rounds that split the nodes back off and retry),
+// whether each goroutine has its handle or all share one (every acquire is
+// a new owner).
 func TestQuorumHammer(t *testing.T) {
-	q, _ := quorumNodes(t, 3, fairrw.Redisson(), 10*time.Second)
-	ctx := quorumCtx(t)
-	var inside, done atomic.Int64
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := q.RWMutex("q:hammer")
-			for range 5 {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if inside.Add(1) != 1 {
-					t.Error("two writers inside at once")
-				}
-				time.Sleep(time.Millisecond)
-				inside.Add(-1)
-				if err := l.Unlock(ctx); err != nil {
-					t.Error(err)
-				}
-				done.Add(1)
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handles", true: "shared"}[shared], func(t *testing.T) {
+			q, _ := quorumNodes(t, 3, fairrw.Redisson(), 10*time.Second)
+			ctx := quorumCtx(t)
+			one := q.RWMutex("q:hammer")
+			var inside, done atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m := one
+					if !shared {
+						m = q.RWMutex("q:hammer")
+					}
+					for range 5 {
+						l, err := m.Lock(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if inside.Add(1) != 1 {
+							t.Error("two writers inside at once")
+						}
+						time.Sleep(time.Millisecond)
+						inside.Add(-1)
+						if err := l.Unlock(ctx); err != nil {
+							t.Error(err)
+						}
+						done.Add(1)
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	if done.Load() != 20 {
-		t.Fatalf("%d of 20 write holds completed", done.Load())
+			wg.Wait()
+			if done.Load() != 20 {
+				t.Fatalf("%d of 20 write holds completed", done.Load())
+			}
+		})
 	}
 }
 

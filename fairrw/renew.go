@@ -149,10 +149,10 @@ func (r *renewer) snapshot() []*renewHold {
 		if !l.renewable() {
 			continue
 		}
-		k := holdKey{l.m.keys.name, l.owner, l.mode}
+		k := holdKey{l.m.keys.name, l.own.id, l.mode}
 		h := byKey[k]
 		if h == nil {
-			h = &renewHold{m: l.m, owner: l.owner, mode: l.mode}
+			h = &renewHold{m: l.m, owner: l.own.id, mode: l.mode}
 			byKey[k] = h
 			holds = append(holds, h)
 		}

@@ -2,74 +2,39 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// An RWMutex is a handle on one distributed read-write lock, and one owner of
-// it. Many owners may hold reads together; a write is held by one owner alone.
+// An RWMutex is a handle on one distributed read-write lock. Many owners
+// may hold reads together; the write is held by one owner alone. Get it from
+// Client.RWMutex; it may be shared by goroutines and must not be copied.
 //
-// Holds are reentrant per handle: the same handle may take the lock again,
-// each acquire returns its own Lease, and each Lease is unlocked once. The
-// owner of the write may also take reads (a downgrade: release the write and
-// keep reading). A reader never gets the write (no upgrade): TryLock returns
-// ErrNotAcquired, and so does Lock, at once, rather than wait for itself.
+// Every Lock, RLock, TryLock and TryRLock call is a new owner, as a
+// goroutine on a sync.RWMutex is: calls on one handle, from one goroutine or
+// many, exclude each other exactly as calls on two handles, or in two
+// processes, do. A goroutine that holds a read and calls Lock waits for its
+// own read, as with sync.RWMutex (until ctx ends).
 //
-// Goroutines that must exclude each other need separate handles: a handle is
-// safe for concurrent use, but two goroutines on one handle are one owner and
-// share its holds. Get handles from Client.RWMutex; do not copy them.
+// Reentrancy and downgrade are explicit: Lease.RLock and Lease.Lock take a
+// further hold for the owner of a Lease, which never waits. The write's owner
+// may take reads (a downgrade: release the write and keep reading); a
+// reader never gets the write (no upgrade: ErrUpgrade).
 //
-// Reentrancy lasts one tenure: from an acquire while the handle holds
-// nothing until it again holds nothing (every Lease unlocked or lost) with
-// no acquire in flight. Each new tenure writes under a new owner id (see
-// Owner), so a hold that Redis kept after its Lease ended (an unlock lost in
-// a failover, a lease lost locally while Redis still had it) is another
-// owner's to the handle: it is never re-entered, and blocks until its lease
-// runs out.
-//
-// Which waiter is admitted next is the Client's Policy.
+// Which waiter is admitted next is the Client's Policy. Each hold is its
+// own Lease, with its own lease time: no release of one shortens another,
+// and a Lease that ended stops counting (see Lease).
 type RWMutex struct {
 	c      *Client
 	policy policyImpl // the Client's, or the Redisson RLock format for a Mutex
 	tel    *telemetry // the Client's instruments, with the policy's name
 	keys   lockKeys
 	err    error // the name's validation error, returned by every call
-
-	// mu guards the tenure (tenure.go): its owner and what stands on it.
-	// The counts decide whether a tenure has ended, so they change under
-	// the same lock as the owner is chosen.
-	mu        sync.Mutex
-	ownerID   uint64
-	owner     string     // "<client UUID>:<owner id>"
-	held      holdCounts // leases this handle holds, for the upgrade check
-	acquiring int64      // acquires in flight: they may still be granted under owner
-	tenured   bool       // a tenure has begun under owner: the next needs a new one
 }
 
 // Name returns the lock name.
 func (m *RWMutex) Name() string { return m.keys.name }
-
-// OwnerID returns the owner id of the handle's current tenure, unique within
-// its Client. On the wire the owner is "<Client.ID()>:<OwnerID()>", as a
-// Redisson thread. It changes when a new tenure begins (see Owner).
-func (m *RWMutex) OwnerID() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ownerID
-}
-
-// Owner returns the owner identity written to Redis for the handle's current
-// tenure, "<client UUID>:<owner id>": the owner of its holds while it holds
-// or acquires anything, and of its last holds after that. It changes when a
-// new tenure begins: the first acquire after the handle held nothing and
-// acquired nothing draws a new owner id. Before its first acquire, a handle
-// has the id it was created with, which its first tenure uses.
-func (m *RWMutex) Owner() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.owner
-}
 
 // Lock takes the write lock, waiting until it is granted or ctx is done. On
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing
@@ -133,37 +98,54 @@ func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, o
 	return l, err
 }
 
-// acquire takes a hold of mode, counting its attempts in attempts.
+// acquire takes a first hold of mode for a new owner, counting its
+// attempts in attempts. An acquire that ends without a Lease gives its
+// owner up wherever a trace of it may be left in Redis: a queue entry, or
+// an attempt whose outcome was not learned.
 func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, attempts *int) (*Lease, error) {
 	cfg, err := m.prepare(mode, opts)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.owner, err = m.begin(mode); err != nil {
-		return nil, err
-	}
-	defer m.end() // runs after finish: a granted lease is counted by then
 	if err := m.c.enter(); err != nil {
 		return nil, err
 	}
 	defer m.c.leave()
-
+	o := m.newOwner()
 	*attempts++
-	first, err := m.attempt(ctx, mode, cfg, wait, false)
-	if err != nil && wait {
-		m.cancelWait(ctx, mode, cfg)
+	got, err := m.attempt(ctx, o, mode, cfg, 0, wait, false)
+	if wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
+		// Lock goes on waiting: as a new owner after a grant that came too
+		// late, as the same one after an attempt that got no answer.
+		if errors.Is(err, errOutlasted) {
+			m.abandon(ctx, o, mode)
+			o = m.newOwner()
+		}
+		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
 	}
-	if err != nil || first.reply.granted {
-		return m.finish(ctx, mode, cfg, first, err)
+	switch {
+	case err == nil && !got.reply.granted && !wait:
+		if o.unsure {
+			m.abandon(ctx, o, mode)
+		}
+		return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: got.reply.wait}
+	case err == nil && !got.reply.granted:
+		o, got, err = m.wait(ctx, o, mode, cfg, got.reply.wait, attempts)
 	}
-	if !wait {
-		return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: first.reply.wait}
-	}
-	got, err := m.wait(ctx, mode, cfg, first.reply.wait, attempts)
 	if err != nil {
-		m.cancelWait(ctx, mode, cfg)
+		if o.unsure || o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
+			m.abandon(ctx, o, mode)
+		}
+		if errors.Is(err, errOutlasted) {
+			return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: time.Millisecond}
+		}
+		return nil, err
 	}
-	return m.finish(ctx, mode, cfg, got, err)
+	if m.c.isClosing() {
+		m.abandon(ctx, o, mode)
+		return nil, ErrClosed
+	}
+	return newLease(ctx, o, mode, cfg, got), nil
 }
 
 // prepare validates a call before anything is sent.
@@ -186,59 +168,44 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	return cfg, nil
 }
 
-// finish turns a granted attempt into a Lease, unless the Client began
-// closing meanwhile: then the hold is given back and ErrClosed returned.
-func (m *RWMutex) finish(ctx context.Context, mode Mode, cfg acquireConfig, got attemptResult, err error) (*Lease, error) {
-	if err != nil {
-		return nil, err
-	}
-	if m.c.isClosing() {
-		m.settle(ctx, mode, cfg.owner, got.attempt)
-		return nil, ErrClosed
-	}
-	return newLease(ctx, m, mode, cfg, got), nil
-}
-
 // wait blocks until a grant, ctx's end or Close. It joins the lock's wait
 // group first (so no wake-up is lost between a failed attempt and the wait),
 // waits for its subscription, then retries on every wake-up, and in any case
-// no later than the PTTL that the last failed attempt returned.
-func (m *RWMutex) wait(ctx context.Context, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (attemptResult, error) {
-	w := m.c.waits.join(&m.keys, mode, cfg.owner)
+// no later than the PTTL that the last failed attempt returned. An attempt
+// that got no answer is tried again as the same owner (a copy of it that
+// still takes the lock is then found by the next attempt); a grant that
+// came too late is given up, and the wait goes on as a new owner. It
+// returns the owner it ended with.
+func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (*owner, attemptResult, error) {
+	w := m.c.waits.join(&m.keys, mode, o.id)
 	defer m.c.waits.leave(w)
 	m.tel.waiting(mode, 1)
 	defer m.tel.waiting(mode, -1)
 	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
-		return attemptResult{}, m.waitError(err)
+		return o, attemptResult{}, m.waitError(err)
 	}
 	for {
 		*attempts++
-		got, err := m.attempt(ctx, mode, cfg, true, true)
-		if err != nil {
-			return attemptResult{}, err
-		}
-		if got.reply.granted {
+		got, err := m.attempt(ctx, o, mode, cfg, 0, true, true)
+		switch {
+		case errors.Is(err, errOutlasted):
+			m.abandon(ctx, o, mode)
+			o = m.newOwner()
+			m.c.waits.rename(w, o.id)
+			got.reply.wait = time.Millisecond
+		case errors.Is(err, errNoAnswer):
+			got.reply.wait = minRetryBackoff
+		case err != nil:
+			return o, got, err
+		case got.reply.granted:
 			got.woken = w.source
 			m.c.waits.granted(w)
-			return got, nil
+			return o, got, nil
 		}
 		if err := w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
-			return attemptResult{}, m.waitError(err)
+			return o, attemptResult{}, m.waitError(err)
 		}
 	}
-}
-
-// cancelWait withdraws a waiter that gave up, on a context detached from
-// the caller's cancellation: a fair policy's queue entry would otherwise
-// block others until it expires.
-func (m *RWMutex) cancelWait(ctx context.Context, mode Mode, cfg acquireConfig) {
-	if !m.policy.queued() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.unlockTimeout)
-	defer cancel()
-	req := m.request(mode, cfg)
-	_ = m.policy.cancelWait(ctx, m.c.rdb, &m.keys, &req) // else the entry expires with its lease
 }
 
 func (m *RWMutex) waitError(err error) error {

@@ -974,3 +974,58 @@ func (e *otelEnv) holdElsewhere(t *testing.T, p fairrw.Policy, name string) {
 	}
 	t.Cleanup(func() { _ = holder.Unlock(context.Background()) })
 }
+
+// TestTelemetryFurtherHolds: further holds taken from a Lease have spans of
+// their own (fairrw.Lease.Lock, fairrw.Lease.RLock) under the caller's span,
+// with the owner's token, and count among the holds while held; an upgrade
+// refused is an ended span too.
+func TestTelemetryFurtherHolds(t *testing.T) {
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "orders:43"
+		ctx, request := e.appSpan("request")
+		w, err := c.RWMutex(name).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w2, err := w.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := w.RLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Lock(ctx); !errors.Is(err, fairrw.ErrUpgrade) {
+			t.Fatalf("Lease.Lock on a read: %v, want ErrUpgrade", err)
+		}
+		for op, mode := range map[string]fairrw.Mode{"fairrw.Lease.Lock": fairrw.Write, "fairrw.Lease.RLock": fairrw.Read} {
+			spans := e.ended(op)
+			if len(spans) == 0 {
+				t.Fatalf("no %s span (all: %v)", op, e.spanNames())
+			}
+			s := spans[0]
+			if !sameSpan(s.Parent(), request.SpanContext()) {
+				t.Errorf("%s: parent %v, want the request's", op, s.Parent().SpanID())
+			}
+			got := spanAttrs(s)
+			for _, kv := range append(acquireAttrs(name, mode, p), keyOutcome.String("granted"), keyToken.Int64(int64(w.Token()))) {
+				if v, ok := got[kv.Key]; !ok || v != kv.Value {
+					t.Errorf("%s: %s=%s, want %s", op, kv.Key, v.Emit(), kv.Value.Emit())
+				}
+			}
+		}
+		if n := len(e.ended("fairrw.Lease.Lock")); n != 2 {
+			t.Errorf("%d fairrw.Lease.Lock spans ended, want 2 (a grant and a refused upgrade)", n)
+		}
+		held := e.collect(t)
+		wantPoints(t, mHolds, sums(t, held, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 2, modePolicy(fairrw.Read, p): 1})
+		for _, l := range []*fairrw.Lease{r, w2, w} {
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		request.End()
+		wantPoints(t, mHolds, sums(t, e.collect(t), mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0, modePolicy(fairrw.Read, p): 0})
+	})
+}

@@ -112,6 +112,13 @@ func (r *waitRegistry) leave(w *waiter) {
 	}
 }
 
+// rename gives a waiter the owner its wait goes on as (see RWMutex.wait).
+func (r *waitRegistry) rename(w *waiter, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w.owner = owner
+}
+
 // granted is called when a waiter got the lock: a reader passes the turn to
 // the next idle reader, which may share the lock with it.
 func (r *waitRegistry) granted(w *waiter) {
@@ -173,13 +180,13 @@ func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
 	defer r.mu.Unlock()
 	switch {
 	case msg == compat.ReadUnlockMessage:
-		r.wakeReadersLocked(g)
+		r.wakeReadersLocked(g, wakePubSub)
 		r.wakeOneLocked(g, wakePubSub, Write)
 	case msg == "r":
 		// Every reader may enter; so may a writer, if none is queued
 		// (else the release would have named it): only an unqueued one
 		// can be waiting for that.
-		r.wakeReadersLocked(g)
+		r.wakeReadersLocked(g, wakePubSub)
 		for _, w := range g.waiters {
 			if w.mode == Write && w.unqueued {
 				r.signalLocked(w, wakePubSub)
@@ -198,10 +205,10 @@ func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
 	}
 }
 
-func (r *waitRegistry) wakeReadersLocked(g *waitGroup) {
+func (r *waitRegistry) wakeReadersLocked(g *waitGroup, src wakeSource) {
 	for _, w := range g.waiters {
 		if w.mode == Read {
-			r.signalLocked(w, wakePubSub)
+			r.signalLocked(w, src)
 		}
 	}
 }
@@ -225,7 +232,12 @@ func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
 			continue
 		}
 		if g := r.byTracked[key]; g != nil {
-			r.wakeOneLocked(g, wakeInvalidation, 0)
+			// An invalidation says that the lock changed, not how: a
+			// downgrade admits every reader (and publishes nothing), a
+			// release one writer or every reader. Waking one waiter, a
+			// writer that then fails, would leave the readers asleep.
+			r.wakeReadersLocked(g, wakeInvalidation)
+			r.wakeOneLocked(g, wakeInvalidation, Write)
 		}
 	}
 }

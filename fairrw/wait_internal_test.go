@@ -1,9 +1,12 @@
 package fairrw
 
 import (
+	"context"
 	"testing"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/redistest"
 )
 
 // A waitGroup built by hand: the wake-up rules need no Redis.
@@ -60,7 +63,16 @@ func TestWakeRules(t *testing.T) {
 		r.onMessage(g, "0")
 		wantWoken(t, ws, false, true, false)
 	})
-	t.Run("an invalidation wakes one; nil wakes all", func(t *testing.T) {
+	t.Run("an invalidation of the lock key wakes every reader and one writer", func(t *testing.T) {
+		// A downgrade publishes nothing: its invalidation must reach the
+		// readers, not just the first waiter (a writer that then fails).
+		r, _, ws := testGroup(Write, Read, Write, Read)
+		r.onInvalidations([]rueidis.RedisMessage{stringMessage(t, "n")})
+		wantWoken(t, ws, true, true, false, true)
+		r.onInvalidations([]rueidis.RedisMessage{stringMessage(t, "another key")})
+		wantWoken(t, ws, false, false, false, false)
+	})
+	t.Run("an empty invalidation wakes none; nil wakes all", func(t *testing.T) {
 		r, _, ws := testGroup(Write, Write)
 		r.onInvalidations([]rueidis.RedisMessage{})
 		wantWoken(t, ws, false, false)
@@ -106,4 +118,26 @@ func TestWakeRules(t *testing.T) {
 			t.Fatal("group kept after its last waiter left")
 		}
 	})
+}
+
+// stringMessage returns a RedisMessage holding the string v, as an
+// invalidation names a key: read back from a miniredis, since rueidis builds
+// messages only from replies.
+func stringMessage(t *testing.T, v string) rueidis.RedisMessage {
+	t.Helper()
+	_, opt := redistest.Miniredis(t)
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.Do(ctx, rdb.B().Set().Key("k").Value(v).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := rdb.Do(ctx, rdb.B().Get().Key("k").Build()).ToMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
 }

@@ -46,7 +46,9 @@ func TestClusterBehaviour(t *testing.T) {
 	for _, p := range policies {
 		for _, tr := range transports {
 			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				locktest.Run(t, clusterEnv(t, c, tr, p))
+				env := clusterEnv(t, c, tr, p)
+				env.Repeat = tr.name != transports[0].name
+				locktest.Run(t, env)
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestDeadWaitingWriterExpires(t *testing.T) {
 		policy fairrw.Policy
 		code   string
 	}{
-		{fairrw.WriterPreferring(), "wp"}, {fairrw.PhaseFair(), "pf"},
+		{fairrw.WriterPreferring(), "writer-preferring"}, {fairrw.PhaseFair(), "phase-fair"},
 	} {
 		t.Run(p.policy.String(), func(t *testing.T) {
 			e := newWireEnv(t)
@@ -28,9 +29,9 @@ func TestDeadWaitingWriterExpires(t *testing.T) {
 			// queues with a 700ms entry lease and is never heard of again.
 			const entry = 700 * time.Millisecond
 			fk := compat.Fair(n)
-			err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("fair_lib", "fair_acquire")).Numkeys(9).
-				Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(n), fk.Channel, n, compat.AttemptLatch(n, "dead")).
-				Arg(p.code, "w", "dead-client:1", "30000", "700", "5000", "publish", "1").Build()).Error()
+			err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_acquire")).Numkeys(9).
+				Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(n), fk.Channel, n, compat.OwnerMarker(n, "dead-client:1")).
+				Arg(args([]string{p.code, "w", "dead-client:1", "30000", "700"}, stamped(), []string{"publish", "1", "0"})...).Build()).Error()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,25 +50,32 @@ func TestDeadWaitingWriterExpires(t *testing.T) {
 }
 
 // TestFairWire: the fair policies keep their state apart from Redisson's
-// hash and from each other's, and delete it all when the lock is idle,
-// except the fencing counter.
+// hash and from each other's, under keys that carry the name's length, and
+// delete it all when the lock is idle, but the last fencing token, which
+// expires on its own.
 func TestFairWire(t *testing.T) {
 	e := newWireEnv(t)
 	const n = "fair:wire"
 	c := newClient(t, e.r, transports[0], fairrw.WithPolicy(fairrw.PhaseFair()))
+	fk := compat.Fair(n)
+	const base = "fairrw:9:{fair:wire}"
+	if fk.State != base || fk.Readers != base+":readers" || fk.Queue != base+":queue" || fk.Waiting != base+":waiting" ||
+		fk.Admitted != base+":admitted" || fk.Channel != base+":wake" || compat.Fence(n) != base+":fence" {
+		t.Fatalf("keys %+v, fence %s; want them under %s", fk, compat.Fence(n), base)
+	}
 	m := c.RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
-	fk := compat.Fair(n)
+	token := strconv.FormatUint(w.Token(), 10)
 	state := e.w.hash(fk.State)
-	if state["policy"] != "pf" || state["writer"] != m.Owner() || state["wcount"] != "1" {
-		t.Fatalf("state %v", state)
+	if state["policy"] != "phase-fair" || state["writer"] != w.Owner() || state["wcount"] != "1" || state["wtoken"] != token {
+		t.Fatalf("state %v, want policy phase-fair, writer %s, wcount 1, wtoken %s", state, w.Owner(), token)
 	}
 	e.w.wantMissing(n) // Redisson's hash: untouched
 	if e.w.pttl(fk.State) <= 0 {
 		t.Fatalf("state has no TTL")
 	}
-	if v, _ := e.w.get(compat.Fence(n)); v != "1" || e.w.pttl(compat.Fence(n)) != -time.Millisecond {
-		t.Fatalf("fence = %q (PTTL %v), want 1 with no TTL", v, e.w.pttl(compat.Fence(n)))
+	if v, ok := e.w.get(compat.Fence(n)); ok && (v != token || e.w.pttl(compat.Fence(n)) <= 0 && e.w.pttl(compat.Fence(n)) != -2*time.Millisecond) {
+		t.Fatalf("fence = %q (PTTL %v), want %s with a TTL", v, e.w.pttl(compat.Fence(n)), token)
 	}
 	mustUnlock(t, w)
 	e.w.wantMissing(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted)

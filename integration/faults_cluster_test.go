@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redisinfo"
@@ -157,12 +158,31 @@ func (f *clusterFault) subscribedInShard(t *testing.T) {
 }
 
 // noStuckHolds checks that no lock of the test is held any more: no key of
-// the victim, the load's locks or extra is left but fence counters
-// (locktest.EventuallyNoKeys, listing keys on every primary).
+// the victim, the load's locks or extra is left but last fencing tokens and
+// owner markers with a TTL (locktest.EventuallyNoKeys, listing keys on every
+// primary). An unlock latch whose deletion met the fault (a MOVED slot, a
+// dead primary) is no hold: it is left to expire first (its TTL is the
+// accept window, twice the unlock timeout).
 func (f *clusterFault) noStuckHolds(t *testing.T, extra ...string) {
 	t.Helper()
 	env := locktest.Env{Raw: f.c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }), Keys: f.c.Keys}
-	for _, name := range append(append([]string{f.victim}, f.loadNames...), extra...) {
+	names := append(append([]string{f.victim}, f.loadNames...), extra...)
+	deadline := time.Now().Add(2*fairrw.DefaultUnlockTimeout + 2*time.Second)
+	for latches := true; latches; {
+		latches = false
+		for _, k := range f.c.Keys(t) {
+			for _, name := range names {
+				latches = latches || strings.HasPrefix(k, compat.UnlockLatchPrefix+":") && strings.Contains(k, name)
+			}
+		}
+		if latches && time.Now().After(deadline) {
+			t.Fatalf("unlock latches left past their TTL")
+		}
+		if latches {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, name := range names {
 		locktest.EventuallyNoKeys(t, env, name)
 	}
 }

@@ -18,10 +18,11 @@ import (
 // TestFaultRestartWithoutPersistence: Redis restarts and loses everything
 // (SHUTDOWN NOSAVE). Holders learn it by their next renewal (Done closes
 // with ErrLeaseLost), and new acquires work at once. Redis cannot keep its
-// promise here: the fencing counter is gone too, so a new holder may be
-// granted while the old one still believes it holds, with a lower token.
-// Fencing catches it: a store that keeps the highest token refuses the new
-// holder's writes until its tokens pass the old ones.
+// promise of exclusion here: a new holder may be granted while the old one
+// still believes it holds. Fencing catches it: tokens come from the server's
+// clock, so the new holder's token is still above the old one's although
+// the last token was lost with everything else, and a store that keeps the
+// highest token refuses the old holder's late writes.
 func TestFaultRestartWithoutPersistence(t *testing.T) {
 	r := redistest.StartProcess(t)
 	for _, p := range policies {
@@ -31,7 +32,7 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
 			var store history.Store
 			var old *fairrw.Lease
-			for range 3 { // a few grants, so that the old token is above 1
+			for range 3 { // a few grants, each token above the one before
 				if old != nil {
 					mustUnlock(t, old)
 				}
@@ -49,11 +50,14 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 			default:
 				t.Logf("new grant (token %d) while the old holder (token %d) still believes it holds: Redis lost the lock", l.Token(), old.Token())
 			}
-			if l.Token() >= old.Token() {
-				t.Fatalf("after a restart without persistence the token went on (%d after %d): the counter should be lost", l.Token(), old.Token())
+			if l.Token() <= old.Token() {
+				t.Fatalf("after a restart without persistence token %d after %d: want tokens to go on increasing", l.Token(), old.Token())
 			}
-			if store.Increment(l.Token()) {
-				t.Fatalf("the store accepted token %d after %d", l.Token(), old.Token())
+			if !store.Increment(l.Token()) {
+				t.Fatalf("the store refused the new holder's token %d after %d", l.Token(), old.Token())
+			}
+			if store.Increment(old.Token()) {
+				t.Fatalf("the store accepted the old holder's token %d after %d", old.Token(), l.Token())
 			}
 			awaitLost(t, old, 5*lease)
 			// The old holder's Client, whose scripts Redis forgot, works on.

@@ -1,7 +1,11 @@
 package integration
 
 import (
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
@@ -16,18 +20,12 @@ func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
 	const n = "latch:unlock"
 	m := e.client(t).RWMutex(n)
 	w1 := mustLock(t, m, fairrw.Write)
-	w2 := mustLock(t, m, fairrw.Write)
-	defer mustUnlock(t, w1)
-	_ = w2
-	field := compat.WriteField(m.Owner())
+	w2 := mustFurther(t, w1, fairrw.Write)
+	field := compat.WriteField(w1.Owner())
 	const request = "00112233445566778899aabbccddeeff"
-	unlock := func() (int64, error) {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_unlock")).Numkeys(4).
-			Key(n, compat.Channel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "none")).
-			Arg(compat.ReadUnlockMessage, "30000", field, "publish", "5000", "del", "5000").Build()).AsInt64()
-	}
 	for range 3 {
-		got, err := unlock()
+		// One of the owner's two write holds goes: one is left, 30s ahead.
+		got, err := rwUnlock(e, n, w1.Owner(), "w", request, 1, 30*time.Second).AsInt64()
 		if err != nil || got != 0 {
 			t.Fatalf("retried unlock = %d, %v; want 0 (still held) every time", got, err)
 		}
@@ -36,38 +34,101 @@ func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
 	if v, ok := e.w.get(compat.UnlockLatch(n, request)); !ok || v != "0" {
 		t.Fatalf("latch = %q, %v; want \"0\"", v, ok)
 	}
+	mustUnlock(t, w2)
+	mustUnlock(t, w1)
+	e.w.wantMissing(n)
 }
 
-// TestAttemptLatchMakesAcquireIdempotent: an acquire retried with the same
-// attempt id counts one hold; once aborted, a late copy takes nothing.
-func TestAttemptLatchMakesAcquireIdempotent(t *testing.T) {
+// TestUnlockLatchStoresNil: an unlock of a hold Redis no longer had answers
+// nil, and so does its retry: the latch keeps -1 for nil, never a success.
+func TestUnlockLatchStoresNil(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "latch:unlock-nil"
+	const request = "0123456789abcdef0123456789abcdef"
+	ch := listen(t, e.raw, compat.Channel(n))
+	for i := range 3 {
+		err := rwUnlock(e, n, javaOwner, "w", request, 0, 0).Error()
+		if !rueidis.IsRedisNil(err) {
+			t.Fatalf("unlock %d of a missing lock: %v, want nil", i, err)
+		}
+	}
+	if v, ok := e.w.get(compat.UnlockLatch(n, request)); !ok || v != "-1" {
+		t.Fatalf("latch = %q, %v; want \"-1\" (nil)", v, ok)
+	}
+	// Java's unlock of a missing lock publishes; the retries answer from
+	// the latch and publish nothing more.
+	ch.want(compat.ReadUnlockMessage)
+	ch.none()
+}
+
+// TestRetriedAcquireCountsOnce: an acquire sent again with the same owner
+// and stamp (its first reply lost) counts one hold, and so does a further
+// hold sent again; a copy that reaches Redis after the accept window, or
+// after its owner was given up, takes nothing, however late it comes.
+func TestRetriedAcquireCountsOnce(t *testing.T) {
 	e := newWireEnv(t)
 	const n = "latch:attempt"
 	owner := compat.Owner("a-client", 1)
-	acquire := func(attempt string) []int64 {
-		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_acquire")).Numkeys(4).
-			Key(n, compat.AttemptLatch(n, attempt), compat.Fair(n).State, compat.Fence(n)).
-			Arg("30000", compat.WriteField(owner), "5000").Build()).AsIntSlice()
+	sent := stamped()
+	acquire := func(owner string, stamp []string, further int) []int64 {
+		t.Helper()
+		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_write_acquire")).Numkeys(4).
+			Key(n, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n)).
+			Arg(args([]string{"30000", compat.WriteField(owner)}, stamp, []string{strconv.Itoa(further)})...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatalf("acquire: %v", err)
 		}
 		return reply
 	}
-	first := acquire("first")
+	first := acquire(owner, sent, 0)
+	if first[0] != 1 || first[1] <= 0 {
+		t.Fatalf("first acquire = %v, want a grant with a token", first)
+	}
 	for range 2 {
-		if again := acquire("first"); again[0] != 1 || again[1] != first[1] {
+		if again := acquire(owner, sent, 0); again[0] != 1 || again[1] != first[1] {
 			t.Fatalf("retried acquire = %v, want the first grant %v again", again, first)
 		}
 	}
 	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1"})
 
-	abort := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Source("attempt_abort")).Numkeys(1).
-		Key(compat.AttemptLatch(n, "second")).Arg("5000").Build())
-	if got, err := abort.AsInt64(); err != nil || got != 0 {
-		t.Fatalf("abort of an attempt never run = %d, %v; want 0", got, err)
+	// A further hold makes the owner's count 2, however often it is sent.
+	for range 3 {
+		if again := acquire(owner, stamped(), 2); again[0] != 1 || again[1] != first[1] {
+			t.Fatalf("further hold = %v, want a grant keeping the token %d", again, first[1])
+		}
 	}
-	if late := acquire("second"); late[0] != -1 {
-		t.Fatalf("late copy of an aborted attempt: %v, want {-1, 0}", late)
+	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "2"})
+
+	// A copy of another owner's attempt that reaches Redis after its window
+	// takes nothing (on a free lock too).
+	other := compat.Owner("a-client", 2)
+	late := []string{strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10), "10000"}
+	if got := rwUnlock(e, n, owner, "w", "33333333333333333333333333333333", 0, 0).Error(); got != nil {
+		t.Fatalf("release of the owner's holds: %v", got)
 	}
-	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1"})
+	e.w.wantMissing(n)
+	if got := acquire(other, late, 0); got[0] != -1 {
+		t.Fatalf("stale copy of an attempt: %v, want {-1, 0}", got)
+	}
+	e.w.wantMissing(n)
+
+	// An owner given up (its Lock cancelled) is marked: a copy of its
+	// attempt that arrives afterwards, within its window, takes nothing.
+	giveUp := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_unlock")).Numkeys(6).
+		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, other), compat.KeyPrefix(n), compat.UnlockLatch(n, "44444444444444444444444444444444"), compat.OwnerMarker(n, other)).
+		Arg(args([]string{"w", compat.ReadField(other), compat.WriteField(other), "publish", "5000", "1", "30000"}, stamped(), []string{"0", "0"})...).Build())
+	if err := giveUp.Error(); !rueidis.IsRedisNil(err) {
+		t.Fatalf("give-up of an owner that holds nothing: %v, want nil", err)
+	}
+	if ttl := e.w.pttl(compat.OwnerMarker(n, other)); ttl <= 0 || ttl > 30*time.Second {
+		t.Fatalf("marker PTTL %v, want within (0, 30s]", ttl)
+	}
+	if got := acquire(other, stamped(), 0); got[0] != -1 {
+		t.Fatalf("late copy of a given-up owner's attempt: %v, want {-1, 0}", got)
+	}
+	e.w.wantMissing(n)
+	// The lock is free for everyone else.
+	if got := acquire(compat.Owner("a-client", 3), stamped(), 0); got[0] != 1 || got[1] <= first[1] {
+		t.Fatalf("acquire of the free lock = %v, want a grant with a token above %d", got, first[1])
+	}
 }

@@ -28,11 +28,12 @@ func loadDuration(t *testing.T) time.Duration {
 	return 2 * time.Second
 }
 
-// TestLoadChecked: 200 goroutines (owners) on 4 Clients make random
+// TestLoadChecked: 200 goroutines on 4 Clients (each acquire a new owner)
+// make random
 // acquires (reads and writes, waiting and trying) on 100 lock names for a
 // bounded time, each write incrementing a store guarded by fencing tokens.
 // The recorded history must pass every checker (exclusion, fencing,
-// porcupine), and the stores must lose no update. About two owners share a
+// porcupine), and the stores must lose no update. About two goroutines share a
 // name at a time: porcupine's search grows with the operations in flight on
 // one name (a writer-preferring read phase admits a dozen waiting readers at
 // once), and a minute of search per policy is all CI can give it.
@@ -104,7 +105,7 @@ func TestLoadChecked(t *testing.T) {
 			if accepted == 0 {
 				t.Fatal("no write was accepted: the load did nothing")
 			}
-			t.Logf("load: %d acquire and release calls by 200 owners on %d names in %v, %d guarded writes, violations: 0", ops.Load(), len(names), d, accepted)
+			t.Logf("load: %d acquire and release calls by 200 workers on %d names in %v, %d guarded writes, violations: 0", ops.Load(), len(names), d, accepted)
 		})
 	}
 }

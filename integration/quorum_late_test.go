@@ -12,9 +12,10 @@ import (
 // for a while with node timeouts about one round trip on loopback, so that
 // many rounds are decided before some node's grant comes in (it is then
 // given back in the background). A late grant is no hold of the caller's: Lock
-// and RLock must neither fail because of one (a read still counted on a
-// node handle makes the next write look like an upgrade) nor return a lease
-// that misses a majority.
+// and RLock must neither fail because of one (each acquire is a new owner
+// on every node: a late read grant of an earlier one is another owner's, and
+// only delays the write until it is given back) nor return a lease that
+// misses a majority.
 func TestQuorumLateGrants(t *testing.T) {
 	qn := startQuorumNodes(t, 3)
 	for _, nodeTimeout := range []time.Duration{300 * time.Microsecond, 600 * time.Microsecond, 1200 * time.Microsecond} {

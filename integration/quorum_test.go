@@ -67,8 +67,8 @@ func (qn *quorumNodes) kill(t *testing.T, idx ...int) {
 	}
 }
 
-// lockKeys lists the keys on node i other than fencing counters (which
-// outlive their locks by design).
+// lockKeys lists the keys on node i other than the last fencing tokens and
+// owner markers that expire on their own (with a TTL: see expiring).
 func (qn *quorumNodes) lockKeys(t *testing.T, i int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -79,7 +79,7 @@ func (qn *quorumNodes) lockKeys(t *testing.T, i int) []string {
 	}
 	var out []string
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "fairrw_fence:") {
+		if !expiring(t, qn.raws[i], k) {
 			out = append(out, k)
 		}
 	}
@@ -87,10 +87,10 @@ func (qn *quorumNodes) lockKeys(t *testing.T, i int) []string {
 }
 
 // expectNoLockKeys fails t unless, within a few seconds, no node in idx
-// holds a key other than a fencing counter. Close the Quorums first: Close
-// waits for the give-backs still running. The wait is for latches (attempt
-// and unlock ids, which expire within the unlock timeout) that commands
-// queued to a paused node wrote once it resumed.
+// holds a key other than a last fencing token or an owner marker with a
+// TTL. Close the Quorums first: Close waits for the give-backs still
+// running. The wait is for unlock latches (which expire within the unlock
+// timeout) that commands queued to a paused node wrote once it resumed.
 func (qn *quorumNodes) expectNoLockKeys(t *testing.T, idx ...int) {
 	t.Helper()
 	deadline := time.Now().Add(quorumUnlockTimeout + 2*time.Second)

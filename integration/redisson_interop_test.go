@@ -64,9 +64,9 @@ func TestGoHoldsSeenByJavaScripts(t *testing.T) {
 	m := e.client(t).RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
 	javaRead := func() (int64, bool) {
-		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_read_acquire")).Numkeys(5).
-			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.AttemptLatch(n, "java-"+time.Now().String()), compat.Fair(n).State, compat.Fence(n)).
-			Arg("30000", javaOwner, compat.WriteField(javaOwner), "1000").Build())
+		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(5).
+			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.OwnerMarker(n, javaOwner), compat.Fair(n).State, compat.Fence(n)).
+			Arg(args([]string{"30000", javaOwner, compat.WriteField(javaOwner)}, stamped(), []string{"0"})...).Build())
 		reply, err := res.AsIntSlice()
 		if err != nil || len(reply) != 2 {
 			t.Fatalf("read acquire reply %v, %v", reply, err)
@@ -108,14 +108,10 @@ func TestUnlockByNonOwnerFails(t *testing.T) {
 	const n = "interop:non-owner"
 	m := e.client(t).RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
-	r := mustLock(t, m, fairrw.Read)
+	r := mustFurther(t, w, fairrw.Read) // the downgrade hold
 	before := e.w.hash(n)
-	writeUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_write_unlock")).Numkeys(4).
-		Key(n, compat.Channel(n), compat.UnlockLatch(n, "11111111111111111111111111111111"), compat.AttemptLatch(n, "x")).
-		Arg(compat.ReadUnlockMessage, "30000", compat.WriteField(javaOwner), "publish", "5000", "del", "5000").Build())
-	readUnlock := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_read_unlock")).Numkeys(6).
-		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, javaOwner), compat.KeyPrefix(n), compat.UnlockLatch(n, "22222222222222222222222222222222"), compat.AttemptLatch(n, "y")).
-		Arg(compat.UnlockMessage, javaOwner, "publish", "5000", "del", "5000").Build())
+	writeUnlock := rwUnlock(e, n, javaOwner, "w", "11111111111111111111111111111111", 0, 0)
+	readUnlock := rwUnlock(e, n, javaOwner, "r", "22222222222222222222222222222222", 0, 0)
 	for _, res := range []interface{ Error() error }{writeUnlock, readUnlock} {
 		if err := res.Error(); !rueidis.IsRedisNil(err) {
 			t.Fatalf("unlock by a non-owner: %v, want nil (not held)", err)

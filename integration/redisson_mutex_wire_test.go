@@ -64,18 +64,21 @@ func TestRedissonMutexWire(t *testing.T) {
 	m := c.Mutex(n)
 
 	first := mustLockMutex(t, m)
-	owner := m.Owner()
-	if first.Owner() != owner || owner != compat.Owner(c.ID(), m.OwnerID()) {
-		t.Fatalf("lease owner %s, handle owner %s, want <client id>:<owner id> = %s", first.Owner(), owner, compat.Owner(c.ID(), m.OwnerID()))
+	owner := first.Owner()
+	id, ok := strings.CutPrefix(owner, c.ID()+":")
+	if _, err := strconv.ParseUint(id, 10, 64); !ok || err != nil {
+		t.Fatalf("lease owner %s, want <client id>:<owner id> with client id %s", owner, c.ID())
 	}
 	e.w.wantHash(n, map[string]string{owner: "1"})
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
 
 	// Java's reentrant lock sets the lease again: it does not add to it.
-	second := mustLockMutex(t, m)
+	second := mustFurther(t, first, fairrw.Write)
 	e.w.wantHash(n, map[string]string{owner: "2"})
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
 
+	// The remaining hold keeps the hash for what it has left, about the
+	// lease here (Java sets the lease again).
 	mustUnlock(t, second)
 	e.w.wantHash(n, map[string]string{owner: "1"})
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
@@ -89,8 +92,7 @@ func TestRedissonMutexWire(t *testing.T) {
 }
 
 // TestRedissonMutexWireKeys: beside the hash, fairrw keeps only its own
-// keys (one attempt latch per hold, the fencing counter), named by the brace
-// rule, and publishes on the channel named by it.
+// key of the lock's last fencing token (with a TTL), named by the brace rule, and publishes on the channel named by it.
 func TestRedissonMutexWireKeys(t *testing.T) {
 	e := newWireEnv(t)
 	c := e.client(t)
@@ -100,26 +102,33 @@ func TestRedissonMutexWireKeys(t *testing.T) {
 		{"{wire:mutex:x}", "{wire:mutex:x}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			fence := "fairrw:" + strconv.Itoa(len(tc.name)) + ":" + tc.tag + ":fence"
+			if got := compat.Fence(tc.name); got != fence {
+				t.Fatalf("compat.Fence(%q) = %q, want %q", tc.name, got, fence)
+			}
 			ch := listen(t, e.raw, "redisson_lock__channel:"+tc.tag)
 			m := c.Mutex(tc.name)
 			first := mustLockMutex(t, m)
-			second := mustLockMutex(t, m)
-			e.w.wantHash(tc.name, map[string]string{m.Owner(): "2"})
-			attempts := 0
+			second := mustFurther(t, first, fairrw.Write)
+			e.w.wantHash(tc.name, map[string]string{first.Owner(): "2"})
 			for _, k := range keysLike(t, e, tc.name) {
-				switch {
-				case k == tc.name, k == "fairrw_fence:"+tc.tag:
-				case strings.HasPrefix(k, "fairrw_attempt:"+tc.tag+":"):
-					attempts++
+				switch k {
+				case tc.name, fence:
 				default:
 					t.Errorf("unexpected key %s", k)
 				}
 			}
-			if attempts != 2 {
-				t.Errorf("%d attempt latches for 2 holds", attempts)
+			if first.Token() == 0 || second.Token() != first.Token() {
+				t.Errorf("tokens %d then %d, want a token kept by the reentrant hold", first.Token(), second.Token())
 			}
-			if v, ok := e.w.get("fairrw_fence:" + tc.tag); !ok || v != "1" {
-				t.Errorf("fencing counter = %q, %v; want \"1\"", v, ok)
+			// The last token is kept a while only (it may be gone already).
+			if v, ok := e.w.get(fence); ok {
+				if token, err := strconv.ParseUint(v, 10, 64); err != nil || token != first.Token() {
+					t.Errorf("fencing token = %q, want the grant's %d", v, first.Token())
+				}
+				if ttl := e.w.pttl(fence); ttl <= 0 && ttl != -2*time.Millisecond {
+					t.Errorf("fencing token's PTTL %v, want a TTL", ttl)
+				}
 			}
 			mustUnlock(t, second)
 			mustUnlock(t, first)
@@ -140,9 +149,7 @@ func TestRedissonMutexWireUnlockNotHeld(t *testing.T) {
 	ch := listen(t, e.raw, compat.MutexChannel(n))
 	c := e.client(t)
 	javaUnlock := func(request string) error {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_lock_unlock")).Numkeys(4).
-			Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "java")).
-			Arg("0", "30000", javaOwner, "publish", "5000", "del", "5000").Build()).Error()
+		return mutexUnlock(e, n, javaOwner, request, 0, 0).Error()
 	}
 	if err := javaUnlock("11111111111111111111111111111111"); !rueidis.IsRedisNil(err) {
 		t.Fatalf("unlock of a free mutex: %v, want nil", err)
@@ -175,7 +182,7 @@ func TestRedissonMutexWireExplicitLease(t *testing.T) {
 	m := e.client(t).Mutex(n)
 	first := mustLockMutex(t, m, fairrw.WithLease(10*time.Second))
 	e.w.wantPTTL(n, 10*time.Second, slack)
-	second := mustLockMutex(t, m, fairrw.WithLease(20*time.Second))
+	second := mustFurther(t, first, fairrw.Write, fairrw.WithLease(20*time.Second))
 	e.w.wantPTTL(n, 20*time.Second, slack)
 	mustUnlock(t, second)
 	mustUnlock(t, first)
@@ -191,21 +198,19 @@ func TestRedissonMutexUnlockLatch(t *testing.T) {
 	ch := listen(t, e.raw, compat.MutexChannel(n))
 	m := e.client(t).Mutex(n)
 	first := mustLockMutex(t, m)
-	second := mustLockMutex(t, m)
-	unlock := func(request string) (int64, error) {
-		return e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("redisson_lib", "redisson_lock_unlock")).Numkeys(4).
-			Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.AttemptLatch(n, "none")).
-			Arg("0", "30000", m.Owner(), "publish", "5000", "del", "5000").Build()).AsInt64()
-	}
+	second := mustFurther(t, first, fairrw.Write)
+	// Each raw unlock passes what the owner still holds after it, as fairrw
+	// does: one hold (30s left), then none.
 	for _, step := range []struct {
 		request string
+		left    int
 		want    int64
 	}{
-		{"00112233445566778899aabbccddeeff", 0},
-		{"ffeeddccbbaa99887766554433221100", 1},
+		{"00112233445566778899aabbccddeeff", 1, 0},
+		{"ffeeddccbbaa99887766554433221100", 0, 1},
 	} {
 		for range 3 {
-			if got, err := unlock(step.request); err != nil || got != step.want {
+			if got, err := mutexUnlock(e, n, first.Owner(), step.request, step.left, 30*time.Second).AsInt64(); err != nil || got != step.want {
 				t.Fatalf("unlock %s = %d, %v; want %d every time", step.request, got, err, step.want)
 			}
 		}
@@ -213,7 +218,7 @@ func TestRedissonMutexUnlockLatch(t *testing.T) {
 			t.Fatalf("latch %s = %q, %v; want %d", step.request, v, ok, step.want)
 		}
 		if step.want == 0 {
-			e.w.wantHash(n, map[string]string{m.Owner(): "1"})
+			e.w.wantHash(n, map[string]string{first.Owner(): "1"})
 			ch.none()
 		}
 	}
@@ -316,6 +321,18 @@ func TestGoMutexHolderSeenByJava(t *testing.T) {
 	}
 	ch.want("0")
 	mustUnlock(t, mustLockMutex(t, m))
+}
+
+// mutexUnlock runs fairrw's RLock unlock script raw, as owner, with
+// request's latch: the owner still holds left holds, the longest with cover
+// left (what fairrw passes; 0 and 0 for its last hold or for an owner that
+// holds nothing).
+func mutexUnlock(e wireEnv, n, owner, request string, left int, cover time.Duration) rueidis.RedisResult {
+	e.w.t.Helper()
+	return e.raw.Do(testCtx(e.w.t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_lock_unlock")).Numkeys(4).
+		Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.OwnerMarker(n, owner)).
+		Arg(args([]string{compat.MutexUnlockMessage, owner, "publish", "5000", "0", "5000"}, stamped(),
+			[]string{strconv.Itoa(left), strconv.FormatInt(cover.Milliseconds(), 10)})...).Build())
 }
 
 // keysLike lists the keys that contain part.

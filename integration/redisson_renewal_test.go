@@ -26,9 +26,9 @@ func TestRedissonRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * lease)
-	e.w.wantHash(n, map[string]string{"mode": "read", a.Owner(): "1", b.Owner(): "1"})
-	e.w.wantPTTL(compat.LeaseKey(n, a.Owner(), 1), lease, lease/2+200*time.Millisecond)
-	e.w.wantMissing(compat.LeaseKey(n, b.Owner(), 1))
+	e.w.wantHash(n, map[string]string{"mode": "read", ra.Owner(): "1", rb.Owner(): "1"})
+	e.w.wantPTTL(compat.LeaseKey(n, ra.Owner(), 1), lease, lease/2+200*time.Millisecond)
+	e.w.wantMissing(compat.LeaseKey(n, rb.Owner(), 1))
 	if rb.Err() == nil {
 		t.Fatal("the closed client's lease is not reported lost")
 	}

@@ -44,6 +44,26 @@ func mustLock(t *testing.T, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.
 	return l
 }
 
+// mustFurther takes a further hold of mode for the owner of l: a reentrant
+// hold, or a downgrade's read from the write.
+func mustFurther(t *testing.T, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
+	t.Helper()
+	var got *fairrw.Lease
+	var err error
+	if mode == fairrw.Write {
+		got, err = l.Lock(testCtx(t), opts...)
+	} else {
+		got, err = l.RLock(testCtx(t), opts...)
+	}
+	if err != nil {
+		t.Fatalf("further %s on %s: %v", mode, l.Name(), err)
+	}
+	if got.Owner() != l.Owner() {
+		t.Fatalf("further %s under owner %s, want %s", mode, got.Owner(), l.Owner())
+	}
+	return got
+}
+
 func mustUnlock(t *testing.T, l *fairrw.Lease) {
 	t.Helper()
 	if err := l.Unlock(testCtx(t)); err != nil {
@@ -56,10 +76,9 @@ func TestRedissonWireRead(t *testing.T) {
 	const n = "wire:read"
 	ch := listen(t, e.raw, compat.Channel(n))
 	m := e.client(t).RWMutex(n)
-	owner := m.Owner()
-	lease1, lease2 := compat.LeaseKey(n, owner, 1), compat.LeaseKey(n, owner, 2)
-
 	r1 := mustLock(t, m, fairrw.Read)
+	owner := r1.Owner()
+	lease1, lease2 := compat.LeaseKey(n, owner, 1), compat.LeaseKey(n, owner, 2)
 	e.w.wantHash(n, map[string]string{"mode": "read", owner: "1"})
 	if v, ok := e.w.get(lease1); !ok || v != "1" {
 		t.Fatalf("%s = %q, %v; want \"1\"", lease1, v, ok)
@@ -67,7 +86,7 @@ func TestRedissonWireRead(t *testing.T) {
 	e.w.wantPTTL(lease1, fairrw.DefaultLeaseTime, slack)
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
 
-	r2 := mustLock(t, m, fairrw.Read)
+	r2 := mustFurther(t, r1, fairrw.Read) // a reentrant read of the same owner
 	e.w.wantHash(n, map[string]string{"mode": "read", owner: "2"})
 	e.w.wantPTTL(lease2, fairrw.DefaultLeaseTime, slack)
 
@@ -87,18 +106,19 @@ func TestRedissonWireWrite(t *testing.T) {
 	const n = "wire:write"
 	ch := listen(t, e.raw, compat.Channel(n))
 	m := e.client(t).RWMutex(n)
-	field := compat.WriteField(m.Owner())
-
 	w1 := mustLock(t, m, fairrw.Write)
+	field := compat.WriteField(w1.Owner())
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "1"})
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
 
 	// Redisson's quirk: a reentrant write adds its lease to the PTTL.
-	w2 := mustLock(t, m, fairrw.Write)
+	w2 := mustFurther(t, w1, fairrw.Write)
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "2"})
 	e.w.wantPTTL(n, 2*fairrw.DefaultLeaseTime, slack)
 
-	// A remaining reentrant hold is given the lease again.
+	// The remaining reentrant hold keeps the hash for what it has left (Java
+	// sets the lease again; fairrw never shortens another live hold, and
+	// here what w1 has left is about the lease).
 	mustUnlock(t, w2)
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "1"})
 	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
@@ -115,10 +135,9 @@ func TestRedissonWireDowngrade(t *testing.T) {
 	const n = "wire:downgrade"
 	ch := listen(t, e.raw, compat.Channel(n))
 	m := e.client(t).RWMutex(n)
-	owner := m.Owner()
-
 	w := mustLock(t, m, fairrw.Write)
-	r := mustLock(t, m, fairrw.Read)
+	owner := w.Owner()
+	r := mustFurther(t, w, fairrw.Read) // the downgrade hold
 	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1", owner: "1"})
 	e.w.wantPTTL(compat.LeaseKey(n, owner, 1), fairrw.DefaultLeaseTime, slack)
 
@@ -155,11 +174,10 @@ func TestRedissonWireLeases(t *testing.T) {
 	t.Run("read unlock shrinks the TTL to the longest remaining read lease", func(t *testing.T) {
 		const n = "wire:shrink"
 		long := mustLock(t, c.RWMutex(n), fairrw.Read, fairrw.WithLease(20*time.Second))
-		short := c.RWMutex(n)
-		s := mustLock(t, short, fairrw.Read, fairrw.WithLease(8*time.Second))
+		s := mustLock(t, c.RWMutex(n), fairrw.Read, fairrw.WithLease(8*time.Second))
 		e.w.wantPTTL(n, 20*time.Second, slack)
 		mustUnlock(t, long)
-		remaining := e.w.pttl(compat.LeaseKey(n, short.Owner(), 1))
+		remaining := e.w.pttl(compat.LeaseKey(n, s.Owner(), 1))
 		// Redis rounds each PTTL down to the millisecond: the hash, set from
 		// the lease key's PTTL within the same millisecond, may read 1ms more.
 		e.w.wantPTTL(n, remaining+time.Millisecond, time.Millisecond+50*time.Millisecond+slack/20)
@@ -181,7 +199,7 @@ func TestRedissonWireForceUnlock(t *testing.T) {
 	if err := m.ForceUnlock(testCtx(t), fairrw.Read); !errors.Is(err, fairrw.ErrNotHeld) {
 		t.Fatalf("read force-unlock of a write lock: %v, want ErrNotHeld", err)
 	}
-	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(m.Owner()): "1"})
+	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(w.Owner()): "1"})
 	if err := m.ForceUnlock(testCtx(t), fairrw.Write); err != nil {
 		t.Fatal(err)
 	}
@@ -213,15 +231,32 @@ func TestRedissonWireNames(t *testing.T) {
 		t.Run(n, func(t *testing.T) {
 			m := c.RWMutex(n)
 			r := mustLock(t, m, fairrw.Read)
-			e.w.wantHash(n, map[string]string{"mode": "read", m.Owner(): "1"})
-			if _, ok := e.w.get(compat.LeaseKey(n, m.Owner(), 1)); !ok {
-				t.Fatalf("lease key %s missing", compat.LeaseKey(n, m.Owner(), 1))
+			e.w.wantHash(n, map[string]string{"mode": "read", r.Owner(): "1"})
+			if _, ok := e.w.get(compat.LeaseKey(n, r.Owner(), 1)); !ok {
+				t.Fatalf("lease key %s missing", compat.LeaseKey(n, r.Owner(), 1))
 			}
 			mustUnlock(t, r)
 			w := mustLock(t, m, fairrw.Write)
-			e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(m.Owner()): "1"})
+			e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(w.Owner()): "1"})
 			mustUnlock(t, w)
 			e.w.wantMissing(n)
 		})
 	}
+}
+
+// TestRedissonWireLastReaderFreesCrashedReaders: a reader that crashed
+// leaves its field in the hash and its lease key expires. The last live
+// reader's unlock finds it expired and frees the lock as Java's does: the
+// hash is deleted at once and "0" is published, so waiters wake.
+func TestRedissonWireLastReaderFreesCrashedReaders(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "wire:crashed-reader"
+	ch := listen(t, e.raw, compat.Channel(n))
+	// The crashed reader: its field, and no lease key (expired).
+	e.w.javaHolds(n, time.Minute, "mode", "read", javaOwner, "1")
+	r := mustLock(t, e.client(t).RWMutex(n), fairrw.Read)
+	e.w.wantHash(n, map[string]string{"mode": "read", javaOwner: "1", r.Owner(): "1"})
+	mustUnlock(t, r)
+	e.w.wantMissing(n)
+	ch.want(compat.UnlockMessage)
 }

@@ -36,7 +36,7 @@ func TestScriptFlushIsInvisible(t *testing.T) {
 		}
 	}
 	flush()
-	r := mustLock(t, m, fairrw.Read)
+	r := mustFurther(t, w, fairrw.Read) // a downgrade: the same owner's read
 	flush()
 	mustUnlock(t, w)
 	flush()

@@ -17,7 +17,9 @@ func TestBehaviour(t *testing.T) {
 	for _, p := range policies {
 		for _, tr := range transports {
 			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				locktest.Run(t, newEnv(t, r, tr, p))
+				env := newEnv(t, r, tr, p)
+				env.Repeat = tr.name != transports[0].name
+				locktest.Run(t, env)
 			})
 		}
 	}

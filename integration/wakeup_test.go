@@ -19,7 +19,7 @@ func TestInvalidationWakesReaders(t *testing.T) {
 	holder := e.client(t).RWMutex(n)
 	reader := e.client(t).RWMutex(n)
 	w := mustLock(t, holder, fairrw.Write)
-	r := mustLock(t, holder, fairrw.Read)
+	r := mustFurther(t, w, fairrw.Read) // the downgrade's read
 	got := make(chan *fairrw.Lease, 1)
 	go func() {
 		l, err := reader.RLock(testCtx(t))

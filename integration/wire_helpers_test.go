@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/lua"
 )
 
 // wire looks at Redis as Java Redisson would see it.
@@ -80,8 +82,36 @@ func (w wire) wantMissing(keys ...string) {
 	}
 }
 
+// expiring reports whether key is one of fairrw's keys that stay a bounded
+// time after a lock's holds ended, a lock's last fencing token
+// (compat.Fence) or a given-up owner's marker (compat.OwnerMarker), and has
+// a TTL: it vanishes on its own. Any other key, or one of those without a
+// TTL, is a leftover.
+func (w wire) expiring(key string) bool {
+	w.t.Helper()
+	return expiring(w.t, w.raw, key)
+}
+
+// expiring is wire.expiring on the node raw reaches.
+func expiring(t testing.TB, raw rueidis.Client, key string) bool {
+	t.Helper()
+	fence := strings.HasPrefix(key, compat.FairPrefix+":") && strings.HasSuffix(key, ":fence")
+	if !fence && !strings.HasPrefix(key, compat.OwnerMarkerPrefix+":") {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := raw.Do(ctx, raw.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	// -2: it expired since it was listed.
+	return n > 0 || n == -2
+}
+
 // eventuallyNoneLike waits until no key contains part (latches are deleted
-// in the background right after an unlock answers).
+// in the background right after an unlock answers), but the fencing tokens
+// and owner markers that expire on their own (see expiring).
 func (w wire) eventuallyNoneLike(part string) {
 	w.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -92,7 +122,7 @@ func (w wire) eventuallyNoneLike(part string) {
 		}
 		var left []string
 		for _, k := range keys {
-			if strings.Contains(k, part) && !strings.HasPrefix(k, compat.FencePrefix+":") {
+			if strings.Contains(k, part) && !w.expiring(k) {
 				left = append(left, k)
 			}
 		}
@@ -104,6 +134,38 @@ func (w wire) eventuallyNoneLike(part string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// stamped returns the stamp and accept window that fairrw sends with every
+// acquire and release (see lua/common.lua), for a script run raw: now on
+// this machine's clock in ms, and a 10s window.
+func stamped() []string {
+	return []string{strconv.FormatInt(time.Now().UnixMilli(), 10), "10000"}
+}
+
+// args joins script arguments.
+func args(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// rwUnlock runs fairrw's read-write unlock script raw: owner releases a
+// hold of mode ("r" or "w") with request's latch, and still holds writes
+// write holds (the longest with wcover left) and reads read holds (each with
+// the time left given, the longest first), as fairrw passes them.
+func rwUnlock(e wireEnv, n, owner, mode, request string, writes int, wcover time.Duration, reads ...time.Duration) rueidis.RedisResult {
+	e.w.t.Helper()
+	a := args([]string{mode, compat.ReadField(owner), compat.WriteField(owner), "publish", "5000", "0", "5000"}, stamped(),
+		[]string{strconv.Itoa(writes), strconv.FormatInt(wcover.Milliseconds(), 10)})
+	for _, r := range reads {
+		a = append(a, strconv.FormatInt(r.Milliseconds(), 10))
+	}
+	return e.raw.Do(testCtx(e.w.t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_unlock")).Numkeys(6).
+		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, owner), compat.KeyPrefix(n), compat.UnlockLatch(n, request), compat.OwnerMarker(n, owner)).
+		Arg(a...).Build())
 }
 
 // channel records the messages published on one channel, as a Java

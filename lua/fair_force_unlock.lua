@@ -11,7 +11,7 @@ purge()
 local freed = 0
 if ARGV[2] == 'w' then
   if redis.call('hexists', S, 'writer') == 1 then
-    redis.call('hdel', S, 'writer', 'wcount', 'wdeadline')
+    redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
     freed = 1
   end
 elseif redis.call('hexists', S, 'writer') == 0 then

@@ -1,61 +1,82 @@
--- Release one read or write hold under a fair policy.
+-- Release one read or write hold under a fair policy, and set what its
+-- owner still holds; or give an owner up (its acquire was abandoned).
 --
--- KEYS[1]..KEYS[8] and ARGV[1]..ARGV[7] as in fair_lib.lua, and
--- KEYS[9] the attempt latch of the hold being released
+-- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- KEYS[10] the unlock latch "redisson_unlock_latch:{N}:<request id>"
--- ARGV[8] "del" to drop the attempt latch, "abort" to mark it aborted
+-- ARGV[9]  unlock latch lifetime in milliseconds
+-- ARGV[10] "1" to give the owner up: its marker M is set (so that no late
+--          copy of its attempts takes anything) and its queue entries go
+-- ARGV[11] the marker's lifetime in milliseconds
+-- ARGV[12] how many write holds the owner still has alive
+-- ARGV[13] how long the longest of them has left, in ms
+-- ARGV[14] how many read holds the owner still has alive
+-- ARGV[15] how long the longest of them has left, in ms
 --
 -- Returns nil when the owner held no such hold (or it had expired), 0 when
--- the owner still holds (reentrant holds remain), 1 when its last hold of
--- that mode was released. A retry with the same request id returns the
--- first call's answer from the latch.
+-- the owner still holds in that mode, 1 when its last hold of that mode was
+-- released. A retry with the same request id returns the first call's
+-- answer from the latch; a release (not a give-up) that arrives too late
+-- changes nothing.
 --
--- Invariant: when a write ends under phase-fair, every reader waiting at that
--- moment is admitted ahead of the next writer; the release wakes exactly who
--- may enter now (see wake()).
-local latched = redis.call('get', KEYS[10])
-if latched then
-  return tonumber(latched)
+-- Invariant: the owner's counts are exactly its live holds and its
+-- deadlines the longest of them, so releasing one hold neither shortens
+-- another live one nor leaves a dead one counted. When a write ends under
+-- phase-fair, every reader waiting at that moment is admitted ahead of the
+-- next writer; a release wakes exactly who may enter now (see wake()).
+-- A retry gets the first answer; a release (a give-up is never stale) that
+-- arrives too late changes nothing; a give-up sets the owner's marker.
+local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7]) -- common.lua
+if latched ~= nil then
+  return reply(latched)
 end
-if ARGV[8] == 'abort' then
-  redis.call('set', KEYS[9], 'aborted', 'px', ARGV[6])
-else
-  redis.call('del', KEYS[9])
-end
+
 purge()
-local result
-if ARGV[2] == 'w' then
-  if redis.call('hget', S, 'writer') ~= owner then
-    return nil
+local freed = false
+if ARGV[10] == '1' then
+  local removed = redis.call('zrem', Q, owner)
+  redis.call('hdel', S, 'q:' .. owner)
+  if pf then
+    removed = removed + redis.call('zrem', W, owner) + redis.call('zrem', A, owner)
   end
-  if redis.call('hincrby', S, 'wcount', -1) > 0 then
-    result = 0
-  else
-    redis.call('hdel', S, 'writer', 'wcount', 'wdeadline')
-    if pf and redis.call('zcard', W) > 0 then
-      redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
-      redis.call('del', W)
-      redis.call('pexpireat', A, tonumber(redis.call('hget', S, 'horizon')))
+  freed = removed > 0
+end
+
+local writer = redis.call('hget', S, 'writer') == owner
+local reads = redis.call('hexists', S, 'r:' .. owner) == 1
+local result = -1
+if (ARGV[2] == 'w' and writer) or (ARGV[2] == 'r' and reads) then
+  local writes, wcover = tonumber(ARGV[12]), tonumber(ARGV[13])
+  local nreads, rcover = tonumber(ARGV[14]), tonumber(ARGV[15])
+  if writer then
+    if writes > 0 then
+      redis.call('hset', S, 'wcount', writes, 'wdeadline', now + wcover)
+    else
+      redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
+      if pf and redis.call('zcard', W) > 0 then
+        redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
+        redis.call('del', W)
+        redis.call('pexpireat', A, tonumber(redis.call('hget', S, 'horizon')))
+      end
+      freed = true
     end
-    result = 1
   end
-else
-  local reads = tonumber(redis.call('hget', S, 'r:' .. owner))
-  if not reads then
-    return nil
+  if reads then
+    if nreads > 0 then
+      redis.call('hset', S, 'r:' .. owner, nreads)
+      redis.call('zadd', R, now + rcover, owner)
+    else
+      redis.call('hdel', S, 'r:' .. owner)
+      redis.call('zrem', R, owner)
+      freed = true
+    end
   end
-  if reads > 1 then
-    redis.call('hincrby', S, 'r:' .. owner, -1)
+  result = 1
+  if (ARGV[2] == 'w' and writes > 0) or (ARGV[2] == 'r' and nreads > 0) then
     result = 0
-  else
-    redis.call('hdel', S, 'r:' .. owner)
-    redis.call('zrem', R, owner)
-    result = 1
   end
 end
-if result == 1 then
+if freed then
   wake()
-  tidy()
 end
-redis.call('set', KEYS[10], result, 'px', ARGV[6])
-return result
+tidy()
+return answer(KEYS[10], result, ARGV[9])

@@ -2,52 +2,73 @@
 --
 -- KEYS[1] the lock hash N
 -- KEYS[2] this owner's lease-key prefix "{N}:<owner>:rwlock_timeout"
--- KEYS[3] the attempt latch "fairrw_attempt:{N}:<attempt id>" (fairrw only)
--- KEYS[4] the fair policies' state "fairrw:{N}", to refuse a name they hold
--- KEYS[5] the fencing counter "fairrw_fence:{N}" (fairrw only)
+-- KEYS[3] the owner's give-up marker "fairrw_attempt:{N}:<owner>" (fairrw only)
+-- KEYS[4] the fair policies' state, to refuse a name they hold
+-- KEYS[5] the last fencing token "fairrw:<len>:{N}:fence" (fairrw only)
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's read field "<client>:<owner>"
 -- ARGV[3] the owner's write field "<client>:<owner>:write"
--- ARGV[4] attempt latch lifetime in milliseconds
+-- ARGV[4] the attempt's stamp (ms, the client's clock)
+-- ARGV[5] the attempt's window in ms (see common.lua)
+-- ARGV[6] 0 for an owner's first hold; n > 0 for a further hold, which
+--         makes n the owner's count of read holds
 --
--- Returns {1, token} when the hold was granted (also for a retry of a
--- granted attempt; token: the current fencing token), {-1, 0} when the
--- attempt was given up by its caller, or {0, PTTL of the hash in ms}: how
--- long to wait at most. (Java's script returns nil or the PTTL; this one
--- also reports the fencing token, so it returns a pair.) An error reply
--- "FAIRRW_POLICY ..." when a fair policy holds the name, or an RLock (a
--- hash without "mode"): the two would not exclude each other.
+-- Returns {1, token} when the hold was granted (token: the last fencing
+-- token), {0, PTTL of the hash in ms} when refused (how long to wait at
+-- most), {-1, 0} when the attempt is stale or its owner was given up,
+-- {-2, 0} when a further hold's owner holds nothing any more. (Java's script
+-- returns nil or the PTTL.) An error reply "FAIRRW_POLICY ..." when a fair
+-- policy holds the name, or an RLock (a hash without "mode").
 --
--- Invariant: the hash has exactly Redisson's fields; every read hold K of an
--- owner has its own lease key ":K" with a PX lease, and the hash lives at least
--- as long as the longest of them. A read is granted whenever no other owner
--- holds the write (Redisson's rule: writers can starve).
-local replay = replayed(KEYS[3], KEYS[4]) -- redisson_lib.lua
-if replay then
-  return replay
+-- Invariant: the hash has exactly Redisson's fields; the longest of the
+-- owner's lease keys outlives each of its read holds, and the hash the
+-- longest of every hold. A read is granted whenever no other owner holds the
+-- write (Redisson's rule: writers can starve). A retry never counts twice:
+-- an owner's first hold finds its field there and only renews it; a
+-- further hold sets the count rather than adding to it.
+local early = refused(KEYS[3], KEYS[4], ARGV[4], ARGV[5]) -- redisson_lib.lua
+if early then
+  return early
 end
-local token = tonumber(redis.call('get', KEYS[5])) or 0
+local lease, further = tonumber(ARGV[1]), tonumber(ARGV[6])
+-- Read before any write: a foreign value there fails the script before it
+-- changed anything (a script's writes are not rolled back).
+local token = last_token(KEYS[5]) -- common.lua
 
-local mode = redis.call('hget', KEYS[1], 'mode')
+-- cover makes lease key k and the hash live at least the lease, never
+-- shortening either (another live hold may need what is left).
+local function cover(k)
+  local key = KEYS[2] .. ':' .. k
+  redis.call('set', key, 1, 'px', math.max(redis.call('pttl', key), lease))
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), lease))
+  return {1, token}
+end
+
+local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
+local mode, holds = state[1], tonumber(state[2])
+if further > 0 then
+  if not holds and (mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
+    return {-2, 0}
+  end
+  redis.call('hset', KEYS[1], ARGV[2], further)
+  return cover(further)
+end
+
 if mode == false then
   if redis.call('exists', KEYS[1]) == 1 then -- a hash without "mode": an RLock's
-    return redis.error_reply('FAIRRW_POLICY lock is held as a mutex (Redisson RLock)')
+    return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
   end
   -- One HSET of both fields writes what Java's two HSETs write, in order.
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[3], token, 'px', ARGV[4])
+  redis.call('set', KEYS[2] .. ':1', 1, 'px', lease)
+  redis.call('pexpire', KEYS[1], lease)
   return {1, token}
 end
-
-if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
-  local k = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':' .. k, 1, 'px', ARGV[1])
-  local remaining = redis.call('pttl', KEYS[1])
-  redis.call('pexpire', KEYS[1], math.max(remaining, tonumber(ARGV[1])))
-  redis.call('set', KEYS[3], token, 'px', ARGV[4])
-  return {1, token}
+if holds then -- a retry of this first hold, which was granted
+  return cover(1)
 end
-
+if mode == 'read' then
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  return cover(1)
+end
 return {0, redis.call('pttl', KEYS[1])}

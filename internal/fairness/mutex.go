@@ -13,7 +13,8 @@ type Mutex interface {
 	// Acquire blocks until a hold of class's mode is granted, or ctx ends
 	// (then it returns ctx's error, wrapped or not).
 	Acquire(ctx context.Context, class Class) (Hold, error)
-	// Owner names the handle in errors.
+	// Owner names the handle in errors (a fairrw handle: its lock name,
+	// since each of its acquires is a new owner).
 	Owner() string
 }
 
@@ -46,4 +47,4 @@ func (r rwMutex) Acquire(ctx context.Context, class Class) (Hold, error) {
 	return l, nil
 }
 
-func (r rwMutex) Owner() string { return r.m.Owner() }
+func (r rwMutex) Owner() string { return r.m.Name() }

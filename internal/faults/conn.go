@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"time"
 )
 
 // conn is one client connection and its connection to the target.
@@ -105,6 +106,9 @@ func (c *conn) forward(b []byte, dst *net.TCPConn, toClient bool) bool {
 		c.closeLocked(true)
 		p.mu.Unlock()
 		return false
+	case b != nil && !toClient && c.claimDelayLocked(b):
+		p.mu.Unlock()
+		return false
 	case b != nil && !toClient:
 		// Armed before the command reaches Redis, so its reply cannot
 		// overtake the decision.
@@ -147,6 +151,39 @@ func (c *conn) claimDropLocked(b []byte) {
 	}
 	keep := min(max(longest-1, 0), len(hay))
 	c.tail = append([]byte(nil), hay[len(hay)-keep:]...)
+}
+
+// claimDelayLocked holds b back if it matches the oldest armed delay that
+// it can match (see Proxy.DelayMatching): the client side is reset, the
+// connection counts as closed (so that nothing else touches the server side),
+// and b is written to the server when the delay has passed.
+func (c *conn) claimDelayLocked(b []byte) bool {
+	p := c.p
+	for i, dl := range p.delays {
+		if !bytes.Contains(b, []byte(dl.substr)) {
+			continue
+		}
+		p.delays = slices.Delete(p.delays, i, i+1)
+		c.closed = true
+		rst(c.client)
+		p.changed.Broadcast()
+		held := append([]byte(nil), b...)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer rst(c.server)
+			select {
+			case <-time.After(dl.d):
+			case <-p.ctx.Done():
+				return
+			}
+			if _, err := c.server.Write(held); err == nil {
+				time.Sleep(100 * time.Millisecond) // let Redis read it before the close
+			}
+		}()
+		return true
+	}
+	return false
 }
 
 // abort resets both sides.

@@ -56,6 +56,7 @@ type Proxy struct {
 	closed   bool
 	conns    map[*conn]struct{}
 	drops    []string // armed reply drops, oldest first; "" matches any command
+	delays   []delay  // armed command delays, oldest first
 	accepted int
 	dropped  int
 }
@@ -185,6 +186,25 @@ func (p *Proxy) DropReplyMatching(substr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.drops = append(p.drops, substr)
+}
+
+// delay is an armed DelayMatching.
+type delay struct {
+	substr string
+	d      time.Duration
+}
+
+// DelayMatching holds back the next client command chunk that contains
+// substr: a copy of a command delayed in the network. The client's side of
+// that connection is reset at once, so the client sees a broken connection
+// and retries on another; the held chunk reaches Redis d later, on the
+// connection it came by (Redis runs it then, and its reply goes nowhere), and
+// that connection is closed after. Close delivers nothing still held. Each
+// call delays one command; calls are matched in order.
+func (p *Proxy) DelayMatching(substr string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delays = append(p.delays, delay{substr, d})
 }
 
 // Stats reports the connections proxied so far (refused ones not counted)

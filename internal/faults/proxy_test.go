@@ -499,3 +499,36 @@ func TestClose(t *testing.T) {
 		t.Fatal("PING through a closed proxy answered")
 	}
 }
+
+// TestDelayMatching: the delayed command fails for the client at once, runs
+// in Redis only after the delay, and a retry on a new connection runs at
+// once: two copies, in the order a late network copy would give.
+func TestDelayMatching(t *testing.T) {
+	t.Parallel()
+	r := redistest.Start(t)
+	p := StartProxy(t, r.Addr)
+	d, c, k := direct(t, r), clientVia(t, r, p.Addr()), key(t)
+	const delay = 600 * time.Millisecond
+	p.DelayMatching("INCR", delay)
+	mustPing(t, c) // does not match: answered
+	start := time.Now()
+	if _, err := incr(c, k, bound); err == nil {
+		t.Fatal("the delayed INCR was answered, want a broken connection")
+	}
+	if v := get(t, d, k); v != "" {
+		t.Fatalf("%s = %q right after, want the INCR held back", k, v)
+	}
+	eventually(t, "rueidis after a reset", func() error { return ping(c, time.Second) })
+	if n, err := incr(c, k, bound); err != nil || n != 1 {
+		t.Fatalf("retried INCR = %d, %v; want 1 (the held copy has not run yet)", n, err)
+	}
+	eventually(t, "the held copy", func() error {
+		if v := get(t, d, k); v != "2" {
+			return fmt.Errorf("%s = %q", k, v)
+		}
+		return nil
+	})
+	if since := time.Since(start); since < delay {
+		t.Fatalf("the held copy ran after %v, before its delay of %v", since, delay)
+	}
+}

@@ -13,13 +13,14 @@ import (
 //     starting before the run's latest end (a reentrant write keeps its
 //     owner's token). Within a tenure tokens never decrease; each tenure's
 //     tokens are strictly greater than every token of the tenures before it.
-//   - Reads: a read hold's token is at least the token of every write hold
-//     that started before it. A read is granted the fence counter's current
-//     value, and a write of another owner that started (returned) before a
-//     read did was granted before it: had the read been granted first, the
-//     write could not have been granted until the read's Unlock call, after
-//     the read's start. The write owner's own reads are granted after its
-//     write, as a read is never upgraded.
+//   - Reads: a read hold's token is 0 or at least the token of every write
+//     hold that started before it. A read is granted the lock's last token
+//     while Redis keeps it, and 0 once it expired (it is kept a while only:
+//     see fairrw.Lease.Token); a write of another owner that started
+//     (returned) before a read did was granted before it: had the read been
+//     granted first, the write could not have been granted until the
+//     read's Unlock call, after the read's start. The write owner's own
+//     reads are granted after its write, as a read is never upgraded.
 //
 // Only known holds are compared: a write whose acquire timed out may have
 // minted a token too, so a read may see a token above every recorded write
@@ -49,7 +50,7 @@ func checkTokens(holds []Hold, c *collector) {
 	)
 	for _, h := range holds {
 		if h.Mode != fairrw.Write {
-			if h.Token < maxWrite.Token {
+			if h.Token != 0 && h.Token < maxWrite.Token {
 				c.add(Violation{
 					Detail: fmt.Sprintf("lock %q: read token %d is below write token %d granted before it", h.Lock, h.Token, maxWrite.Token),
 					Holds:  []Hold{maxWrite, h},

@@ -18,6 +18,7 @@ func TestCheckFencing(t *testing.T) {
 		{"reentrant write lowers the token", []Hold{hold("A", W, 0, 10, 3), hold("A", W, 2, 8, 2)}, 1},
 		{"read gets the current token", []Hold{hold("A", W, 0, 10, 3), hold("A", R, 2, 8, 3), hold("B", R, 10, 20, 3)}, 0},
 		{"read below an earlier write", []Hold{hold("A", W, 0, 10, 3), hold("B", R, 10, 20, 2)}, 1},
+		{"read after the last token expired", []Hold{hold("A", W, 0, 10, 3), hold("B", R, 20, 30, 0)}, 0},
 		{"read above every known write", []Hold{hold("A", W, 0, 10, 3), hold("B", R, 10, 20, 5)}, 0},
 		{"read before any write", []Hold{hold("B", R, 0, 10, 0), hold("A", W, 10, 20, 1)}, 0},
 		{"locks apart", []Hold{hold("A", W, 0, 10, 5), {Owner: "B", Lock: "M", Mode: W, From: at(10), To: at(20), Token: 1}}, 0},

@@ -72,7 +72,7 @@ func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil 
 
 // An Op is one recorded operation on a lock.
 type Op struct {
-	Owner   string      // the RWMutex handle's Owner()
+	Owner   string      // the owner acquiring or holding: Lease.Owner()
 	Lock    string      // the lock name
 	Mode    fairrw.Mode // the mode asked for, or of the lease released
 	Kind    Kind

@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
@@ -63,6 +65,9 @@ func NewRecorder() *Recorder {
 	return &Recorder{leases: make(map[Held]*tracked), stop: make(chan struct{})}
 }
 
+// failedOwners numbers the owners of failed acquires.
+var failedOwners atomic.Int64
+
 // Acquire takes a hold of mode on m, by TryLock/TryRLock if try is set,
 // else by Lock/RLock, and records the call. A granted lease is watched from
 // then on: its hold ends at its Unlock call (Release) or when its Done
@@ -71,15 +76,37 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 	op := Op{Lock: m.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
 	l, err := locktest.Acquire(ctx, m, mode, !try, opts...)
 	op.Return = time.Now()
-	// An acquire on a handle that held nothing begins a new tenure under a
-	// new owner: a grant names its owner; for a failed acquire, the handle's
-	// owner after the call is the one it tried as.
-	op.Owner = m.Owner()
+	// Every acquire is a new owner: a grant names it; a failed acquire's
+	// owner is never seen again, so it gets a name of its own.
+	op.Owner = fmt.Sprintf("%s:failed-%d", m.Name(), failedOwners.Add(1))
 	if l != nil {
 		op.Owner = l.Owner()
 	}
 	r.Acquired(op, l, err)
 	return l, err
+}
+
+// Further takes a further hold of mode for the owner of l (Lease.Lock or
+// Lease.RLock: a reentrant hold, or a downgrade's read under the write) and
+// records the call as an acquire of that owner, watched as Acquire's are.
+// An upgrade (the write from a read) is refused with fairrw.ErrUpgrade,
+// which wraps fairrw.ErrNotAcquired.
+func (r *Recorder) Further(ctx context.Context, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
+	op := Op{Owner: l.Owner(), Lock: l.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
+	var nl *fairrw.Lease
+	var err error
+	if mode == fairrw.Write {
+		nl, err = l.Lock(ctx, opts...)
+	} else {
+		nl, err = l.RLock(ctx, opts...)
+	}
+	op.Return = time.Now()
+	if err != nil {
+		r.Acquired(op, nil, err)
+	} else {
+		r.Acquired(op, nl, nil)
+	}
+	return nl, err
 }
 
 // Acquired records an acquire made without Acquire, on a lock other than a

@@ -32,7 +32,7 @@ type guarded struct {
 	accepted atomic.Int64
 }
 
-// TestRecorderMiniredis: 8 owners make random acquires (reads and writes,
+// TestRecorderMiniredis: 8 workers make random acquires (reads and writes,
 // waiting and trying, with reentrant, downgrading and upgrading holds nested
 // in some) on 2 lock names, through a Recorder: 200 each under the default
 // policy, 50 under the others (miniredis's Lua is slow under -race); the
@@ -62,7 +62,8 @@ func TestRecorderMiniredis(t *testing.T) {
 	}
 }
 
-// hammer makes one owner's n random acquires, one handle per name.
+// hammer makes one worker's n random acquires, one handle per name (each
+// acquire a new owner).
 func hammer(t *testing.T, c *fairrw.Client, rec *Recorder, locks []*guarded, seed uint64, n int) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	handles := make([]*fairrw.RWMutex, len(locks))
@@ -84,7 +85,7 @@ func hammer(t *testing.T, c *fairrw.Client, rec *Recorder, locks []*guarded, see
 		default:
 			use(t, locks[i], l)
 			if rng.IntN(5) == 0 {
-				nest(ctx, t, rec, handles[i], l, rng)
+				nest(ctx, t, rec, l, rng)
 			}
 			if err := rec.Release(ctx, l); err != nil {
 				t.Errorf("release %s: %v", mode, err)
@@ -106,18 +107,18 @@ func use(t *testing.T, g *guarded, l *fairrw.Lease) {
 	g.accepted.Add(1)
 }
 
-// nest takes a second hold on the handle that holds outer: under a write,
-// a read (downgrade) or the write again (reentrant); under a read, another
-// read, or the write, which must be refused (no upgrade).
-func nest(ctx context.Context, t *testing.T, rec *Recorder, m *fairrw.RWMutex, outer *fairrw.Lease, rng *rand.Rand) {
+// nest takes a further hold for the owner of outer: under a write, a read
+// (downgrade) or the write again (reentrant); under a read, another read,
+// or the write, which must be refused (no upgrade).
+func nest(ctx context.Context, t *testing.T, rec *Recorder, outer *fairrw.Lease, rng *rand.Rand) {
 	mode := fairrw.Read
 	if rng.IntN(2) == 0 {
 		mode = fairrw.Write
 	}
-	inner, err := rec.Acquire(ctx, m, mode, rng.IntN(2) == 0)
+	inner, err := rec.Further(ctx, outer, mode)
 	if outer.Mode() == fairrw.Read && mode == fairrw.Write {
-		if !errors.Is(err, fairrw.ErrNotAcquired) {
-			t.Errorf("upgrade: %v, want ErrNotAcquired", err)
+		if !errors.Is(err, fairrw.ErrUpgrade) || !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Errorf("upgrade: %v, want ErrUpgrade and ErrNotAcquired", err)
 		}
 		return
 	}

@@ -3,18 +3,21 @@ package locktest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 )
 
 // CancelStormLeavesNothing: many acquires whose ctx ends at random moments,
 // some in the middle of an attempt (its outcome then unknown to the caller),
 // on a free and on a held lock. Whatever each returned, once the granted
-// leases are unlocked nothing is held and nothing but short-lived
-// tombstones is left.
+// leases are unlocked nothing is held and nothing is left but the last
+// token, given-up owners' markers and the latches of give-ups one of whose
+// tries failed, each with a TTL.
 func CancelStormLeavesNothing(t *testing.T, env Env) {
 	c := env.client(t)
 	var wg sync.WaitGroup
@@ -47,7 +50,38 @@ func CancelStormLeavesNothing(t *testing.T, env Env) {
 	}
 	// Nothing held: a fresh owner gets the write at once.
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Write))
-	EventuallyNoKeys(t, env, name(t))
+	eventuallyNoKeysButLatches(t, env, name(t))
+}
+
+// eventuallyNoKeysButLatches is EventuallyNoKeys, but for the unlock latches
+// of releases (give-ups here) one of whose tries failed: a cancelled
+// acquire's short deadline can break the Client's connection under the
+// others' commands, and a copy of such a try may still reach Redis within
+// the accept window, so its latch is kept that long (fairrw.RWMutex.release)
+// instead of deleted. Each must have a TTL within two unlock timeouts.
+func eventuallyNoKeysButLatches(t testing.TB, env Env, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, k := range keysOf(t, env, name) {
+			if strings.HasPrefix(k, compat.UnlockLatchPrefix+":") {
+				pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
+				if pttl == -1 || pttl > int64(2*fairrw.DefaultUnlockTimeout/time.Millisecond) {
+					t.Fatalf("%s has PTTL %d, want a TTL within two unlock timeouts", k, pttl)
+				}
+				continue
+			}
+			left = append(left, k)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys left behind for %s: %v", name, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // UnlockIgnoresCancelledContext: Unlock runs detached from the caller's

@@ -66,23 +66,21 @@ func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
 }
 
 // keysOf lists the keys in Redis that mention the lock name, but for the
-// two that outlive a lock by design: the fencing counter (tokens must keep
-// increasing across holders), and the tombstones of aborted attempts (a
-// Lock cancelled while an attempt was in flight leaves one, so that a late
-// copy of that attempt takes nothing; it expires after the unlock timeout,
-// checked here).
+// two that outlive a hold by design, each checked to have a TTL: the last
+// fencing token (kept for a lease, so that tokens keep increasing across
+// holders), and the marker of an owner that was given up (a Lock cancelled
+// while an attempt was in flight leaves one, so that a late copy of that
+// attempt takes nothing; it expires after three unlock timeouts).
 func keysOf(t testing.TB, env Env, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range allKeysOf(t, env, name) {
-		if strings.HasPrefix(k, compat.FencePrefix+":") {
-			continue
-		}
-		v, err := env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
-		if err == nil && v == "aborted" && strings.HasPrefix(k, "fairrw_attempt:") {
+		fence := strings.HasPrefix(k, compat.FairPrefix+":") && strings.HasSuffix(k, ":fence")
+		marker := strings.HasPrefix(k, compat.OwnerMarkerPrefix+":")
+		if fence || marker {
 			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-			if pttl == -1 || pttl > int64(fairrw.DefaultUnlockTimeout/time.Millisecond) {
-				t.Fatalf("tombstone %s has PTTL %d, want (0, unlock timeout]", k, pttl)
+			if pttl == -1 || pttl > int64(3*fairrw.DefaultUnlockTimeout/time.Millisecond) && pttl > int64(fairrw.DefaultLeaseTime/time.Millisecond) {
+				t.Fatalf("%s has PTTL %d, want a TTL no longer than a lease or three unlock timeouts", k, pttl)
 			}
 			continue
 		}
@@ -205,4 +203,45 @@ func PolicyByName(name string) (fairrw.Policy, error) {
 		}
 	}
 	return nil, fmt.Errorf("unknown policy %q", name)
+}
+
+// further takes a further hold of mode for the owner of l: Lease.Lock or
+// Lease.RLock.
+func further(c context.Context, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
+	if mode == fairrw.Write {
+		return l.Lock(c, opts...)
+	}
+	return l.RLock(c, opts...)
+}
+
+// hold takes a further hold of mode for the owner of l, failing the test on
+// an error, and checks that it is the same owner's.
+func hold(t testing.TB, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
+	t.Helper()
+	nl, err := further(ctx(t), l, mode, opts...)
+	if err != nil {
+		t.Fatalf("further %s from a %s lease on %s: %v", mode, l.Mode(), l.Name(), err)
+	}
+	if nl.Owner() != l.Owner() || nl.Mode() != mode || nl.Name() != l.Name() {
+		t.Fatalf("further %s: owner %s mode %s name %s, want %s %s %s", mode, nl.Owner(), nl.Mode(), nl.Name(), l.Owner(), mode, l.Name())
+	}
+	return nl
+}
+
+// EventuallyNothing waits until no key that mentions the lock name is left
+// at all, not even one with a TTL: once every hold has ended and its lease
+// has passed, nothing of a name stays in Redis.
+func EventuallyNothing(t testing.TB, env Env, name string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		keys := allKeysOf(t, env, name)
+		if len(keys) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys of %s still exist after %v: %v", name, within, keys)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

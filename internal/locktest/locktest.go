@@ -1,6 +1,8 @@
 // Package locktest is the behavioural suite every fairrw policy and every
-// transport must pass: exclusion, sharing, reentrancy, downgrade, refused
-// upgrade, leases, expiry, loss, cancellation and Close. The fairrw unit
+// transport must pass: exclusion (also between goroutines sharing a handle),
+// sharing, explicit reentrancy and downgrade (further holds taken from a
+// Lease), refused upgrade, leases (no hold shortens another), expiry, loss,
+// cancellation and Close. The fairrw unit
 // tests run it on miniredis; the integration tests on real Redis servers.
 package locktest
 
@@ -26,6 +28,13 @@ type Env struct {
 	// Keys, when set, lists every key stored (a cluster keeps them on
 	// several nodes); otherwise KEYS * runs on Raw.
 	Keys func(t testing.TB) []string
+	// Repeat marks an Env that repeats another Env's deployment and policy
+	// over another transport. Run then leaves out the scenarios that check
+	// only what Redis keeps for each hold (ShorterHoldNeverShortens,
+	// FurtherHoldsEach): they wait out leases (about 20 s a run) and the
+	// transport changes nothing they check, so they run once per policy
+	// and deployment, on the Env without Repeat.
+	Repeat bool
 }
 
 func (e Env) client(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
@@ -55,12 +64,13 @@ func Run(t *testing.T, env Env) {
 		{"CloseWakesWaiters", CloseWakesWaiters},
 		{"InvalidInputChangesNothing", InvalidInputChangesNothing},
 		{"Hammer", Hammer},
+		{"SharedHandleExcludes", SharedHandleExcludes},
 		{"FencingTokens", FencingTokens},
 	}
-	if env.Policy.String() != fairrw.Redisson().String() {
-		// Redisson's write unlock sets the lease time again, as Java's
-		// does, and can cut a remaining longer hold short (README).
-		scenarios = append(scenarios, scenario{"ShorterHoldNeverShortens", ShorterHoldNeverShortens})
+	if !env.Repeat {
+		scenarios = append(scenarios,
+			scenario{"ShorterHoldNeverShortens", ShorterHoldNeverShortens},
+			scenario{"FurtherHoldsEach", FurtherHoldsEach})
 	}
 	runScenarios(t, env, scenarios)
 }

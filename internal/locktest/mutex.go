@@ -30,17 +30,21 @@ func RunMutex(t *testing.T, env Env) {
 		{"MutexForceUnlock", MutexForceUnlock},
 		{"MutexFencingTokens", MutexFencingTokens},
 		{"MutexPolicyMismatch", MutexPolicyMismatch},
+		{"MutexSharedHandleExcludes", MutexSharedHandleExcludes},
+		{"MutexFurtherHoldsEach", MutexFurtherHoldsEach},
 	})
 }
 
-// MutexExcludes: a held mutex refuses every other owner, in its client and
-// in another; a Lock waiting for it, in either, is granted after the unlock.
+// MutexExcludes: a held mutex refuses every other owner, on its own handle,
+// in its client and in another; a Lock waiting for it, in either, is granted after the unlock.
 func MutexExcludes(t *testing.T, env Env) {
 	c1, c2 := env.client(t), env.client(t)
 	for _, waiter := range []*fairrw.Client{c1, c2} {
 		n := name(t)
-		held := lockMutex(t, c1.Mutex(n))
+		m := c1.Mutex(n)
+		held := lockMutex(t, m)
 		mutexHash(t, env, n, map[string]string{held.Owner(): "1"})
+		refusedMutex(t, m) // the holder's own handle is another owner
 		refusedMutex(t, c1.Mutex(n))
 		refusedMutex(t, c2.Mutex(n))
 		waiting := mutexAsync(ctx(t), waiter.Mutex(n))
@@ -56,13 +60,18 @@ func MutexExcludes(t *testing.T, env Env) {
 // MutexHammer is sync's mutex hammer over Redis: owners on two clients add
 // to a shared counter under the mutex, each checking that it is alone.
 func MutexHammer(t *testing.T, env Env) {
-	const workers, rounds = 6, 10
 	clients := []*fairrw.Client{env.client(t), env.client(t)}
+	mutexHammer(t, env, 6, 10, func(i int) *fairrw.Mutex { return clients[i%2].Mutex(name(t)) })
+}
+
+// mutexHammer runs workers goroutines of rounds hammer rounds, goroutine i
+// on handle(i), and then checks that nothing is left.
+func mutexHammer(t *testing.T, env Env, workers, rounds int, handle func(i int) *fairrw.Mutex) {
 	inside := make(chan struct{}, workers)
 	errs := make(chan error, workers)
 	c := ctx(t)
 	for i := range workers {
-		m := clients[i%2].Mutex(name(t))
+		m := handle(i)
 		go func() {
 			for range rounds {
 				if err := hammerMutexRound(c, m, inside); err != nil {
@@ -99,10 +108,11 @@ func hammerMutexRound(c context.Context, m *fairrw.Mutex, inside chan struct{}) 
 	return l.Unlock(c)
 }
 
-// MutexReentrant: one handle locks twice; the hash counts its holds ("2",
-// then "1"), a reentrant Lock sets the PTTL back to the lease (Java's
-// PEXPIRE, not added to it as the read-write lock's write does), and the
-// hash goes with the last unlock.
+// MutexReentrant: the holder locks again from its Lease (Lease.Lock); the
+// hash counts the owner's holds ("2", then "1"), the further Lock sets the
+// PTTL back to its lease (as Java's PEXPIRE, the longest live hold), keeps
+// the owner's token, and the hash goes with the last unlock. The handle is
+// no owner: its own TryLock is refused. A Mutex Lease has no read mode.
 func MutexReentrant(t *testing.T, env Env) {
 	c := env.client(t)
 	n := name(t)
@@ -111,16 +121,21 @@ func MutexReentrant(t *testing.T, env Env) {
 	mutexHash(t, env, n, map[string]string{first.Owner(): "1"})
 	time.Sleep(700 * time.Millisecond) // the PTTL runs down; no renewal before lease/3 = 10s
 	before := rawPTTL(t, env, n)
-	second := lockMutex(t, m)
+	second := hold(t, first, fairrw.Write)
 	after := rawPTTL(t, env, n)
-	if second.Owner() != first.Owner() {
-		t.Fatalf("reentrant Lock under owner %s, want the holder %s", second.Owner(), first.Owner())
+	if second.Token() != first.Token() {
+		t.Fatalf("further Lock: token %d, want the holder's %d", second.Token(), first.Token())
 	}
 	mutexHash(t, env, n, map[string]string{first.Owner(): "2"})
 	if after <= before || after > fairrw.DefaultLeaseTime {
-		t.Fatalf("PTTL %v before the reentrant Lock, %v after; want it set back to the lease %v", before, after, fairrw.DefaultLeaseTime)
+		t.Fatalf("PTTL %v before the further Lock, %v after; want it set back to the lease %v", before, after, fairrw.DefaultLeaseTime)
 	}
+	if l, err := first.RLock(ctx(t)); !errors.Is(err, fairrw.ErrInvalidOption) || l != nil {
+		t.Fatalf("RLock from a Mutex Lease: %v, %v; want ErrInvalidOption", l, err)
+	}
+	mutexHash(t, env, n, map[string]string{first.Owner(): "2"})
 	refusedMutex(t, other)
+	refusedMutex(t, m)
 	unlock(t, second)
 	mutexHash(t, env, n, map[string]string{first.Owner(): "1"})
 	alive(t, first)
@@ -134,19 +149,23 @@ func MutexReentrant(t *testing.T, env Env) {
 }
 
 // MutexUnlockTwice: a lease is unlocked once; its second Unlock is
-// ErrNotHeld and releases no other hold of the same owner.
+// ErrNotHeld and releases no other hold of the same owner; it takes no
+// further hold.
 func MutexUnlockTwice(t *testing.T, env Env) {
 	c := env.client(t)
 	n := name(t)
 	m, other := c.Mutex(n), c.Mutex(n)
 	first := lockMutex(t, m)
-	second := lockMutex(t, m)
+	second := hold(t, first, fairrw.Write)
 	unlock(t, first)
 	if err := first.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
 		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
 	}
 	if err := first.Err(); err != nil {
 		t.Fatalf("Err after Unlock: %v, want nil", err)
+	}
+	if l, err := first.Lock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) || l != nil {
+		t.Fatalf("Lock from an unlocked Lease: %v, %v; want ErrNotHeld", l, err)
 	}
 	mutexHash(t, env, n, map[string]string{second.Owner(): "1"})
 	refusedMutex(t, other)
@@ -177,4 +196,27 @@ func MutexCancelledWaitLeavesNothing(t *testing.T, env Env) {
 	mutexHash(t, env, n, map[string]string{held.Owner(): "1"})
 	unlock(t, held)
 	EventuallyNoKeys(t, env, n)
+}
+
+// MutexSharedHandleExcludes: goroutines sharing one Mutex handle exclude
+// each other (every Lock is a new owner), as on a sync.Mutex.
+func MutexSharedHandleExcludes(t *testing.T, env Env) {
+	m := env.client(t).Mutex(name(t))
+	mutexHammer(t, env, 8, 10, func(int) *fairrw.Mutex { return m })
+}
+
+// MutexFurtherHoldsEach is FurtherHoldsEach for the Mutex: three holds of
+// one owner with a long, a short and the watchdog's lease, released in every
+// order, never shorten each other, and the mutex is free at once after the
+// last live one.
+func MutexFurtherHoldsEach(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(furtherShort))
+	for _, order := range orders {
+		n := name(t) + ":" + itoa(int64(order[0]*100+order[1]*10+order[2]))
+		first := lockMutex(t, c.Mutex(n), fairrw.WithLease(furtherLong))
+		releaseEach(t, first, fairrw.Write, fairrw.Write, order,
+			func(bool) { refusedMutex(t, c.Mutex(n)) },
+			func() *fairrw.Lease { return grantedMutex(t, c.Mutex(n)) })
+		EventuallyNoKeys(t, env, n)
+	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // MutexExplicitLeaseExpires: a Mutex taken WithLease has exactly that PTTL
-// and is not renewed: its hash is gone after it, Done closes with
+// and is not renewed: its hash (and every other key of the name) is gone
+// after it, Done closes with
 // ErrLeaseLost, and a waiter gets the mutex without any message from the
 // holder.
 func MutexExplicitLeaseExpires(t *testing.T, env Env) {
@@ -26,6 +27,8 @@ func MutexExplicitLeaseExpires(t *testing.T, env Env) {
 		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
 	}
 	eventuallyGone(t, env, n)
+	// Its last token goes with it: nothing of the name is left.
+	EventuallyNothing(t, env, n, 5*time.Second)
 
 	l = lockMutex(t, c.Mutex(n), fairrw.WithLease(lease))
 	waiting := mutexAsync(ctx(t), c.Mutex(n))
@@ -42,7 +45,7 @@ func MutexExplicitLeaseExpires(t *testing.T, env Env) {
 }
 
 // MutexWatchdogKeepsAlive: without WithLease, the Client's watchdog keeps a
-// mutex (and a reentrant hold on it) past several lease times, and the
+// mutex (and a further hold taken from its Lease) past several lease times, and the
 // hash's PTTL stays within the lease. A read-write lock of the same Client
 // on another name is renewed in the same rounds (by its policy's script).
 func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
@@ -51,7 +54,7 @@ func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
 	n := name(t)
 	m := c.Mutex(n)
 	first := lockMutex(t, m)
-	second := lockMutex(t, m)
+	second := hold(t, first, fairrw.Write)
 	rw := lock(t, c.RWMutex(n+":rw"), fairrw.Write)
 	time.Sleep(4 * lease)
 	alive(t, first)
@@ -145,8 +148,8 @@ func MutexForceUnlock(t *testing.T, env Env) {
 }
 
 // MutexFencingTokens: every new holder, in either client, gets a token
-// above all before it, stored in the name's counter; a reentrant Lock keeps
-// its holder's token.
+// above all before it, stored as the name's last token with a TTL (no key
+// outlives the lock); a further Lock keeps its holder's token.
 func MutexFencingTokens(t *testing.T, env Env) {
 	clients := []*fairrw.Client{env.client(t), env.client(t)}
 	n := name(t)
@@ -158,12 +161,15 @@ func MutexFencingTokens(t *testing.T, env Env) {
 			t.Fatalf("grant %d: token %d, not above %d", i, l.Token(), last)
 		}
 		last = l.Token()
-		if counter := rawGet(t, env, compat.Fence(n)); counter != itoa(int64(last)) {
-			t.Fatalf("%s = %q after grant %d, want %d", compat.Fence(n), counter, i, last)
+		if stored := rawGet(t, env, compat.Fence(n)); stored != itoa(int64(last)) {
+			t.Fatalf("%s = %q after grant %d, want %d", compat.Fence(n), stored, i, last)
 		}
-		again := lockMutex(t, m)
+		if pttl := rawPTTL(t, env, compat.Fence(n)); pttl <= 0 || pttl > fairrw.DefaultLeaseTime {
+			t.Fatalf("%s has PTTL %v, want within (0, %v]", compat.Fence(n), pttl, fairrw.DefaultLeaseTime)
+		}
+		again := hold(t, l, fairrw.Write)
 		if again.Token() != last {
-			t.Fatalf("reentrant Lock: token %d, want the holder's %d", again.Token(), last)
+			t.Fatalf("further Lock: token %d, want the holder's %d", again.Token(), last)
 		}
 		unlock(t, again)
 		unlock(t, l)
@@ -174,7 +180,7 @@ func MutexFencingTokens(t *testing.T, env Env) {
 // MutexShorterHoldNeverShortens: no hold cuts a longer hold of the same
 // owner short (Java's RLock sets the lease again in each of these places,
 // and could let another owner in early). The second hold is taken with a
-// short WithLease (a reentrant lock), or with the Client's short watchdog
+// short WithLease (a further Lock from the Lease), or with the Client's short watchdog
 // lease and renewed a few times (renewals); either way it is unlocked while
 // the first, taken WithLease(long), must still keep the mutex.
 func MutexShorterHoldNeverShortens(t *testing.T, env Env) {
@@ -186,10 +192,10 @@ func MutexShorterHoldNeverShortens(t *testing.T, env Env) {
 		first := lockMutex(t, m, fairrw.WithLease(long))
 		var second *fairrw.Lease
 		if renewed {
-			second = lockMutex(t, m)
+			second = hold(t, first, fairrw.Write)
 			time.Sleep(3 * short) // renewal rounds ran
 		} else {
-			second = lockMutex(t, m, fairrw.WithLease(short))
+			second = hold(t, first, fairrw.Write, fairrw.WithLease(short))
 		}
 		if pttl := rawPTTL(t, env, n); pttl < long/2 {
 			t.Fatalf("renewed=%v: the second hold cut the PTTL to %v, under the first hold's %v", renewed, pttl, long)

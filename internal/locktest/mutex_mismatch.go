@@ -3,6 +3,7 @@ package locktest
 import (
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
@@ -27,6 +28,9 @@ func MutexPolicyMismatch(t *testing.T, env Env) {
 				}
 				t.Fatalf("%s (wait %v) under %s on a held mutex: %v, want ErrPolicyMismatch", mode, wait, env.Policy, err)
 			}
+			if !strings.Contains(err.Error(), "redisson-mutex") {
+				t.Fatalf("mismatch error %q does not name the mutex's policy \"redisson-mutex\"", err)
+			}
 		}
 	}
 	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
@@ -50,6 +54,9 @@ func MutexPolicyMismatch(t *testing.T, env Env) {
 					_ = l.Unlock(ctx(t))
 				}
 				t.Fatalf("mutex (wait %v) on a %s lock held under %s: %v, want ErrPolicyMismatch", wait, mode, env.Policy, err)
+			}
+			if !strings.Contains(err.Error(), "policy "+env.Policy.String()) {
+				t.Fatalf("mismatch error %q does not name the holder's policy %q", err, env.Policy)
 			}
 		}
 		// The mutex's force-unlock refuses a read-write lock: a Redisson

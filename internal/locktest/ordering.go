@@ -56,14 +56,16 @@ func queueUp(t *testing.T, c context.Context, m *fairrw.RWMutex, mode fairrw.Mod
 }
 
 // ReentrantReadWhileWriterWaits is the reentrancy deadlock of the wait_write
-// design, fixed: A reads, W waits, A reads again (granted at once), A
-// unlocks twice, W gets the lock.
+// design, fixed: A reads, W waits, A takes a further read from its Lease
+// (granted at once, though a new owner's read on A's handle is turned away),
+// A unlocks both, W gets the lock.
 func ReentrantReadWhileWriterWaits(t *testing.T, env Env) {
 	c := env.client(t)
 	a := c.RWMutex(name(t))
 	r1 := lock(t, a, fairrw.Read)
 	w := queueUp(t, ctx(t), c.RWMutex(name(t)), fairrw.Write)
-	r2 := granted(t, a, fairrw.Read)
+	r2 := hold(t, r1, fairrw.Read)
+	refused(t, a, fairrw.Read)
 	unlock(t, r1)
 	blocked(t, w)
 	unlock(t, r2)

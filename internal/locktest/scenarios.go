@@ -39,80 +39,134 @@ func WriteExcludes(t *testing.T, env Env) {
 	EventuallyNoKeys(t, env, name(t))
 }
 
-// ReentrantWrite: the write owner takes the write again; it stays held until
-// every hold is unlocked.
+// ReentrantWrite: the write owner takes the write again from its Lease
+// (Lease.Lock): the further hold is the same owner's, keeps its token, and
+// the lock stays held until every hold is unlocked, in either order. The
+// handle itself is no owner: a Lock or TryLock on it is another owner's.
 func ReentrantWrite(t *testing.T, env Env) {
 	c := env.client(t)
 	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
-	w1 := lock(t, m, fairrw.Write)
-	w2 := granted(t, m, fairrw.Write)
-	unlock(t, w1)
+	for _, outerFirst := range []bool{true, false} {
+		w1 := lock(t, m, fairrw.Write)
+		w2 := hold(t, w1, fairrw.Write)
+		if w2.Token() != w1.Token() {
+			t.Fatalf("further write: token %d, want the owner's %d", w2.Token(), w1.Token())
+		}
+		refused(t, m, fairrw.Write)
+		refused(t, m, fairrw.Read)
+		first, last := w1, w2
+		if !outerFirst {
+			first, last = w2, w1
+		}
+		unlock(t, first)
+		refused(t, other, fairrw.Read)
+		refused(t, m, fairrw.Write)
+		alive(t, last)
+		unlock(t, last)
+		unlock(t, granted(t, other, fairrw.Write))
+	}
+	EventuallyNoKeys(t, env, name(t))
+}
+
+// ReentrantRead: an owner's further reads (Lease.RLock) count up and down,
+// released in either order.
+func ReentrantRead(t *testing.T, env Env) {
+	c := env.client(t)
+	m, w := c.RWMutex(name(t)), c.RWMutex(name(t))
+	for _, outerFirst := range []bool{true, false} {
+		r1 := lock(t, m, fairrw.Read)
+		r2 := hold(t, r1, fairrw.Read)
+		first, last := r1, r2
+		if !outerFirst {
+			first, last = r2, r1
+		}
+		unlock(t, first)
+		refused(t, w, fairrw.Write)
+		alive(t, last)
+		unlock(t, last)
+		unlock(t, granted(t, w, fairrw.Write))
+	}
+	EventuallyNoKeys(t, env, name(t))
+}
+
+// Downgrade: the write owner takes a read from its write Lease, releases the
+// write, and keeps reading: others may read, no one may write.
+func Downgrade(t *testing.T, env Env) {
+	c := env.client(t)
+	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
+	w := lock(t, m, fairrw.Write)
+	r := hold(t, w, fairrw.Read)
+	if r.Token() != w.Token() {
+		t.Fatalf("read under the write: token %d, want %d", r.Token(), w.Token())
+	}
 	refused(t, other, fairrw.Read)
-	alive(t, w2)
+	unlock(t, w)
+	refused(t, other, fairrw.Write)
+	refused(t, m, fairrw.Write)
+	unlock(t, granted(t, other, fairrw.Read))
+	unlock(t, r)
+	unlock(t, granted(t, other, fairrw.Write))
+
+	// An owner holding the write and a read under it may take the write
+	// again from the write, and release the three in any order.
+	w1 := lock(t, m, fairrw.Write)
+	r1 := hold(t, w1, fairrw.Read)
+	w2 := hold(t, w1, fairrw.Write)
+	for _, l := range []*fairrw.Lease{w1, r1} {
+		unlock(t, l)
+		refused(t, other, fairrw.Read)
+	}
 	unlock(t, w2)
 	unlock(t, granted(t, other, fairrw.Write))
 	EventuallyNoKeys(t, env, name(t))
 }
 
-// ReentrantRead: an owner's reads count up and down.
-func ReentrantRead(t *testing.T, env Env) {
-	c := env.client(t)
-	m, w := c.RWMutex(name(t)), c.RWMutex(name(t))
-	r1 := lock(t, m, fairrw.Read)
-	r2 := lock(t, m, fairrw.Read)
-	unlock(t, r2)
-	refused(t, w, fairrw.Write)
-	unlock(t, r1)
-	unlock(t, granted(t, w, fairrw.Write))
-	EventuallyNoKeys(t, env, name(t))
-}
-
-// Downgrade: the write owner takes a read, releases the write, and keeps
-// reading: others may read, no one may write.
-func Downgrade(t *testing.T, env Env) {
-	c := env.client(t)
-	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
-	w := lock(t, m, fairrw.Write)
-	r := granted(t, m, fairrw.Read)
-	refused(t, other, fairrw.Read)
-	unlock(t, w)
-	refused(t, other, fairrw.Write)
-	unlock(t, granted(t, other, fairrw.Read))
-	unlock(t, r)
-	unlock(t, granted(t, other, fairrw.Write))
-
-	// An owner holding the write and a read under it may take the write again.
-	w1 := lock(t, m, fairrw.Write)
-	r1 := lock(t, m, fairrw.Read)
-	w2 := granted(t, m, fairrw.Write)
-	for _, l := range []*fairrw.Lease{w2, r1, w1} {
-		unlock(t, l)
-	}
-	EventuallyNoKeys(t, env, name(t))
-}
-
-// NoUpgrade: a reader never gets the write, even as the only reader, and
-// Lock refuses at once instead of waiting for itself.
+// NoUpgrade: a read Lease never takes the write, even as the only reader,
+// and says so at once with ErrUpgrade (which wraps ErrNotAcquired), so that
+// a bug is told from contention; a read under the owner's write is no
+// exception. A plain Lock on the handle is another owner: it waits for the
+// read, as with sync.RWMutex, and is granted once the reads are gone.
 func NoUpgrade(t *testing.T, env Env) {
 	c := env.client(t)
 	m := c.RWMutex(name(t))
 	r := lock(t, m, fairrw.Read)
-	refused(t, m, fairrw.Write)
-	if _, err := m.Lock(ctx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
-		t.Fatalf("Lock by a reader: %v, want ErrNotAcquired", err)
+	r2 := hold(t, r, fairrw.Read)
+	for _, l := range []*fairrw.Lease{r, r2} {
+		for _, opts := range [][]fairrw.AcquireOption{nil, {fairrw.WithLease(time.Second)}} {
+			got, err := l.Lock(ctx(t), opts...)
+			if !errors.Is(err, fairrw.ErrUpgrade) || !errors.Is(err, fairrw.ErrNotAcquired) || got != nil {
+				t.Fatalf("Lease.Lock on a read: %v, %v; want ErrUpgrade and ErrNotAcquired", got, err)
+			}
+		}
 	}
+	// Contention is not an upgrade.
+	if _, err := m.TryLock(ctx(t)); !errors.Is(err, fairrw.ErrNotAcquired) || errors.Is(err, fairrw.ErrUpgrade) {
+		t.Fatalf("TryLock beside a read: %v, want ErrNotAcquired and not ErrUpgrade", err)
+	}
+	waiting := acquireAsync(ctx(t), m, fairrw.Write)
+	blocked(t, waiting)
 	unlock(t, r)
-	unlock(t, lock(t, m, fairrw.Write))
+	blocked(t, waiting)
+	unlock(t, r2)
+	w := receive(t, waiting)
+	rd := hold(t, w, fairrw.Read)
+	if _, err := rd.Lock(ctx(t)); !errors.Is(err, fairrw.ErrUpgrade) || !errors.Is(err, fairrw.ErrNotAcquired) {
+		t.Fatalf("Lease.Lock on a read under the owner's write: %v, want ErrUpgrade and ErrNotAcquired", err)
+	}
+	unlock(t, rd)
+	alive(t, w)
+	unlock(t, w)
 	EventuallyNoKeys(t, env, name(t))
 }
 
 // UnlockTwice: a lease is unlocked once; the second Unlock is ErrNotHeld and
-// does not release another hold of the same owner.
+// does not release another hold of the same owner. A lease that ended takes
+// no further hold (ErrNotHeld), for itself or its owner.
 func UnlockTwice(t *testing.T, env Env) {
 	c := env.client(t)
 	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
 	w1 := lock(t, m, fairrw.Write)
-	w2 := lock(t, m, fairrw.Write)
+	w2 := hold(t, w1, fairrw.Write)
 	unlock(t, w1)
 	if err := w1.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
 		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
@@ -120,26 +174,43 @@ func UnlockTwice(t *testing.T, env Env) {
 	if err := w1.Err(); err != nil {
 		t.Fatalf("Err after Unlock: %v, want nil", err)
 	}
+	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
+		if l, err := further(ctx(t), w1, mode); !errors.Is(err, fairrw.ErrNotHeld) || l != nil {
+			t.Fatalf("further %s from an unlocked lease: %v, %v; want ErrNotHeld", mode, l, err)
+		}
+	}
 	refused(t, other, fairrw.Write)
+	alive(t, w2)
 	unlock(t, w2)
+	unlock(t, granted(t, other, fairrw.Write))
 	EventuallyNoKeys(t, env, name(t))
 }
 
 // WriterWaitsForWriter: a blocked Lock is granted after the holder unlocks,
-// whether the two are in one client or in two.
+// whether the two share a handle, are two handles of one client, or are in
+// two clients.
 func WriterWaitsForWriter(t *testing.T, env Env) {
-	for _, sameClient := range []bool{true, false} {
+	for _, where := range []string{"handle", "client", "clients"} {
 		c1 := env.client(t)
 		c2 := c1
-		if !sameClient {
+		if where == "clients" {
 			c2 = env.client(t)
 		}
-		n := name(t)
-		held := lock(t, c1.RWMutex(n), fairrw.Write)
-		waiting := acquireAsync(ctx(t), c2.RWMutex(n), fairrw.Write)
+		n := name(t) + ":" + where
+		m1 := c1.RWMutex(n)
+		m2 := m1
+		if where != "handle" {
+			m2 = c2.RWMutex(n)
+		}
+		held := lock(t, m1, fairrw.Write)
+		waiting := acquireAsync(ctx(t), m2, fairrw.Write)
 		blocked(t, waiting)
 		unlock(t, held)
-		unlock(t, receive(t, waiting))
+		got := receive(t, waiting)
+		if got.Owner() == held.Owner() || got.Token() <= held.Token() {
+			t.Fatalf("%s: next writer owner %s token %d after owner %s token %d; want another owner and a greater token", where, got.Owner(), got.Token(), held.Owner(), held.Token())
+		}
+		unlock(t, got)
 		EventuallyNoKeys(t, env, n)
 	}
 }
@@ -197,8 +268,9 @@ func CancelledWaitLeavesNothing(t *testing.T, env Env) {
 }
 
 // ExplicitLeaseExpires: a lease taken WithLease is not renewed: it ends with
-// ErrLeaseLost when it runs out, and a waiter gets the lock without any
-// notification from the holder.
+// ErrLeaseLost when it runs out, takes no further hold after that, and a
+// waiter gets the lock without any notification from the holder. The
+// watchdog keeps a lease alive past the lease time.
 func ExplicitLeaseExpires(t *testing.T, env Env) {
 	c := env.client(t)
 	l := lock(t, c.RWMutex(name(t)), fairrw.Write, fairrw.WithLease(300*time.Millisecond))
@@ -206,22 +278,33 @@ func ExplicitLeaseExpires(t *testing.T, env Env) {
 	if err := waitDone(t, l, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
 		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
 	}
-	unlock(t, receive(t, waiting))
+	next := receive(t, waiting)
+	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
+		if got, err := further(ctx(t), l, mode); !errors.Is(err, fairrw.ErrNotHeld) || got != nil {
+			t.Fatalf("further %s from an expired lease: %v, %v; want ErrNotHeld", mode, got, err)
+		}
+	}
+	alive(t, next)
+	unlock(t, next)
 	EventuallyNoKeys(t, env, name(t))
 }
 
 // WatchdogKeepsLeaseAlive: a lease without WithLease outlives several lease
-// times while its Client renews it.
+// times while its Client renews it, and so does a further hold taken from
+// it (a downgrade read here).
 func WatchdogKeepsLeaseAlive(t *testing.T, env Env) {
 	c := env.client(t, fairrw.WithLeaseTime(300*time.Millisecond))
 	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
 	w := lock(t, m, fairrw.Write)
-	r := lock(t, m, fairrw.Read)
+	r := hold(t, w, fairrw.Read)
 	time.Sleep(1200 * time.Millisecond)
 	alive(t, w)
 	alive(t, r)
 	refused(t, other, fairrw.Read)
 	unlock(t, w)
+	time.Sleep(600 * time.Millisecond)
+	alive(t, r)
+	refused(t, other, fairrw.Write)
 	unlock(t, r)
 	EventuallyNoKeys(t, env, name(t))
 }
@@ -341,6 +424,18 @@ func InvalidInputChangesNothing(t *testing.T, env Env) {
 	if keys := keysOf(t, env, name(t)); len(keys) != 0 {
 		t.Fatalf("invalid calls wrote %v", keys)
 	}
+	// A further hold with an invalid option is refused before any command:
+	// the owner's hold stays as it was.
+	held := lock(t, c.RWMutex(name(t)+":held"), fairrw.Write)
+	before := lockState(t, env, name(t)+":held")
+	for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
+		if l, err := further(ctx(t), held, mode, fairrw.WithLease(0)); !errors.Is(err, fairrw.ErrInvalidOption) || l != nil {
+			t.Errorf("further %s WithLease(0): %v, %v; want ErrInvalidOption", mode, l, err)
+		}
+	}
+	wantState(t, env, name(t)+":held", before)
+	alive(t, held)
+	unlock(t, held)
 	for _, k := range []string{"a{b", "x}y", "{}"} {
 		n, err := env.Raw.Do(ctx(t), env.Raw.B().Exists().Key(k).Build()).AsInt64()
 		if err != nil || n != 0 {
@@ -352,13 +447,19 @@ func InvalidInputChangesNothing(t *testing.T, env Env) {
 // Hammer is sync's HammerRWMutex over Redis: readers add 1 to a shared
 // counter and writers 10000, each checking that it is alone with its kind.
 func Hammer(t *testing.T, env Env) {
-	const workers, rounds = 8, 15
 	clients := []*fairrw.Client{env.client(t), env.client(t)}
+	hammer(t, env, func(i int) *fairrw.RWMutex { return clients[i%2].RWMutex(name(t)) })
+}
+
+// hammer runs eight goroutines of hammer rounds, goroutine i on handle(i),
+// and then checks that nothing is left.
+func hammer(t *testing.T, env Env, handle func(i int) *fairrw.RWMutex) {
+	const workers, rounds = 8, 15
 	var activity atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for i := range workers {
-		m := clients[i%2].RWMutex(name(t))
+		m := handle(i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -403,22 +504,26 @@ func hammerRound(c context.Context, m *fairrw.RWMutex, write bool, activity *ato
 	return l.Unlock(c)
 }
 
-// ShorterHoldNeverShortens: the unlock of one of two reentrant write holds
-// keeps the lock for the other's longer explicit lease, even when the
-// Client's lease time is shorter. The fair policies keep a deadline per
-// holder; the Redisson policy does not pass (see Run).
-func ShorterHoldNeverShortens(t *testing.T, env Env) {
-	const short, long = 200 * time.Millisecond, 20 * time.Second
-	c := env.client(t, fairrw.WithLeaseTime(short))
-	n := name(t)
-	m := c.RWMutex(n)
-	first := lock(t, m, fairrw.Write, fairrw.WithLease(long))
-	second := lock(t, m, fairrw.Write, fairrw.WithLease(long))
-	unlock(t, second)
-	time.Sleep(3 * short)
-	refused(t, c.RWMutex(n), fairrw.Write)
-	refused(t, c.RWMutex(n), fairrw.Read)
-	alive(t, first)
-	unlock(t, first)
-	EventuallyNoKeys(t, env, n)
+// SharedHandleExcludes: goroutines that share one handle exclude each other
+// as they would on a sync.RWMutex: every acquire is a new owner. First by
+// hand (a held write refuses the handle's own TryLock and TryRLock; two
+// reads on it are two owners), then sync's HammerRWMutex with eight
+// goroutines on the one handle.
+func SharedHandleExcludes(t *testing.T, env Env) {
+	c := env.client(t)
+	m := c.RWMutex(name(t))
+	w := lock(t, m, fairrw.Write)
+	refused(t, m, fairrw.Write)
+	refused(t, m, fairrw.Read)
+	unlock(t, w)
+	r1 := lock(t, m, fairrw.Read)
+	r2 := granted(t, m, fairrw.Read)
+	if r1.Owner() == r2.Owner() {
+		t.Fatalf("two reads on one handle under one owner %s", r1.Owner())
+	}
+	refused(t, m, fairrw.Write)
+	unlock(t, r1)
+	refused(t, m, fairrw.Write)
+	unlock(t, r2)
+	hammer(t, env, func(int) *fairrw.RWMutex { return m })
 }

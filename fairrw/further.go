@@ -1,0 +1,81 @@
+package fairrw
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// RLock takes a further read hold for the owner of l: a reentrant read when
+// l is a read, a downgrade when l is the write (unlock the write afterwards
+// and keep reading, with no writer in between). It never waits: the owner
+// holds the lock already. The new Lease has its own lease (WithLease, or the
+// watchdog's) and is unlocked on its own; it keeps the lock held after l is
+// unlocked, and l after it.
+//
+// It returns an error wrapping ErrNotHeld when l has ended or its hold is
+// gone from Redis, and ErrInvalidOption on a Mutex's Lease (a mutex has no
+// read mode).
+func (l *Lease) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return l.tracedFurther(ctx, "fairrw.Lease.RLock", Read, opts)
+}
+
+// Lock takes a further write hold for the owner of l, which must be the
+// write (a reentrant write); it never waits. The new Lease has its own lease
+// and is unlocked on its own, and keeps l's fencing token.
+//
+// From a read it returns an error wrapping ErrUpgrade and ErrNotAcquired: a
+// read is never upgraded to the write (two readers upgrading would wait for
+// each other forever); unlock the read and Lock the handle instead. It
+// returns an error wrapping ErrNotHeld when l has ended or its hold is gone
+// from Redis.
+func (l *Lease) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return l.tracedFurther(ctx, "fairrw.Lease.Lock", Write, opts)
+}
+
+func (l *Lease) tracedFurther(ctx context.Context, op string, mode Mode, opts []AcquireOption) (*Lease, error) {
+	ctx, tr := l.m.tel.startAcquire(ctx, op, l.Name(), mode)
+	tr.attempts++
+	nl, err := l.further(ctx, mode, opts)
+	tr.end(nl, err)
+	return nl, err
+}
+
+// further takes a further hold of mode for l's owner, under the owner's
+// lock: Redis sets the owner's count of mode to the holds alive plus this
+// one, so a retry never counts twice and a hold that ended is not counted.
+func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*Lease, error) {
+	m := l.m
+	if mode == Write && l.mode == Read {
+		return nil, fmt.Errorf("%w: %w: %q: this owner holds a read, and a read is never upgraded to the write", ErrUpgrade, ErrNotAcquired, l.Name())
+	}
+	if mode == Read && m.policy.name() == mutexPolicyName {
+		return nil, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
+	}
+	cfg, err := m.prepare(mode, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.c.enter(); err != nil {
+		return nil, err
+	}
+	defer m.c.leave()
+	o := l.own
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	if _, live := l.left(now); !live {
+		return nil, endedBefore(l.Name(), l.Err())
+	}
+	got, err := m.attempt(ctx, o, mode, cfg, o.count(mode, now)+1, false, false)
+	if err != nil {
+		return nil, err
+	}
+	if !got.reply.granted {
+		return nil, fmt.Errorf("%w: %q: a further hold was refused", ErrNotAcquired, l.Name())
+	}
+	if mode == Write {
+		got.reply.token = l.token
+	}
+	return newLease(ctx, o, mode, cfg, got), nil
+}

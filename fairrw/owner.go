@@ -1,0 +1,93 @@
+package fairrw
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fairrw/rwlock/compat"
+)
+
+// An owner is one lock owner in Redis, "<client uuid>:<n>" (Redisson's
+// thread): what one Lock, RLock, TryLock or TryRLock call acquires, and
+// every further hold taken from its Leases (Lease.Lock, Lease.RLock). Each
+// acquire on a handle is a new owner, so goroutines that share a handle
+// exclude each other as sync.RWMutex's do.
+//
+// Redis counts an owner's holds per mode and keeps one deadline per mode
+// (the Redisson format fixes that: a field with a count). The owner knows
+// each hold's own deadline, so every change it makes in Redis (a further
+// hold, a release) sets the count to the holds still alive and the deadline
+// to the longest of them: releasing one hold never shortens another live
+// one, and a hold whose lease ran out stops counting at the owner's next
+// change. mu serializes those changes, so a release never races a further
+// hold of the same owner; the watchdog only ever extends (see renew.go).
+type owner struct {
+	m  *RWMutex
+	id string
+
+	mu     sync.Mutex
+	leases []*Lease // granted under id; ended ones are dropped at the next change
+	// unsure is set when an attempt's outcome was not learned (a lost
+	// reply, a broken connection): a copy of it may still take the lock, so
+	// an acquire that ends without a Lease must give the owner up.
+	unsure bool
+	// queued is set when a refused attempt left a queue entry (a fair
+	// policy's waiter): a Lock that gives up must withdraw it.
+	queued bool
+}
+
+// newOwner draws a new owner id from the Client's counter, keeping
+// Redisson's "<uuid>:<long>" form.
+func (m *RWMutex) newOwner() *owner {
+	return &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1))}
+}
+
+// ownerState is what an owner still holds alive after a change: the count
+// of write holds and the longest time one of them has left, and the time
+// each read hold has left, the longest first. It is what a release writes.
+type ownerState struct {
+	writes int
+	wcover time.Duration
+	reads  []time.Duration
+}
+
+// alive returns what the owner holds alive besides except, as of now, and
+// drops the leases that ended. A lease whose deadline has passed no longer
+// counts, even if its timer has not fired yet. Call it with mu held.
+func (o *owner) alive(except *Lease, now time.Time) ownerState {
+	var st ownerState
+	kept := o.leases[:0]
+	for _, l := range o.leases {
+		left, live := l.left(now)
+		if !live {
+			continue
+		}
+		kept = append(kept, l)
+		if l == except {
+			continue
+		}
+		if l.mode == Write {
+			st.writes++
+			st.wcover = max(st.wcover, left)
+		} else {
+			st.reads = append(st.reads, left)
+		}
+	}
+	clear(o.leases[len(kept):])
+	o.leases = kept
+	slices.SortFunc(st.reads, func(a, b time.Duration) int { return int(b - a) })
+	return st
+}
+
+// count returns how many holds of mode the owner has alive. Call it with
+// mu held.
+func (o *owner) count(mode Mode, now time.Time) int {
+	n := 0
+	for _, l := range o.leases {
+		if _, live := l.left(now); live && l.mode == mode {
+			n++
+		}
+	}
+	return n
+}

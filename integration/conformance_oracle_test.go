@@ -1,0 +1,489 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// confLease is what the oracle needs of a grant: *fairrw.Lease and
+// *fairrw.QuorumLease both have it.
+type confLease interface {
+	Done() <-chan struct{}
+	Deadline() time.Time
+	Token() uint64
+	Err() error
+	Unlock(context.Context) error
+}
+
+// confHold is one granted Lease as the oracle sees it.
+type confHold struct {
+	id        int64
+	name      string
+	owner     int64  // the harness's owner: one per top-level acquire, shared by its further holds
+	wire      string // Lease.Owner() ("" for a quorum lease)
+	mode      fairrw.Mode
+	token     uint64
+	lease     confLease
+	op        string // what granted it
+	client    string
+	parent    int64 // the lease a further hold was taken from, 0 for a top-level acquire
+	callStart time.Time
+	granted   time.Time // when the call returned
+	quorum    bool
+
+	// Guarded by the oracle's mu.
+	unlockBegan time.Time // zero until the harness first calls Unlock
+	ended       time.Time // when the watcher saw Done
+	sampled     time.Time // latest Deadline() sampled while alive (quorum leases)
+}
+
+func (h *confHold) String() string {
+	return fmt.Sprintf("#%d owner o%d (wire %s) %s via %s [%s]", h.id, h.owner, shortWire(h.wire), h.mode, h.op, h.client)
+}
+
+// shortWire abbreviates "<uuid>:<n>" to its first 8 characters and the id.
+func shortWire(w string) string {
+	if w == "" {
+		return "-"
+	}
+	if i := strings.LastIndexByte(w, ':'); i > 8 {
+		return w[:8] + "…:" + w[i+1:]
+	}
+	return w
+}
+
+type confWriteGrant struct {
+	hold     *confHold
+	returned time.Time
+}
+
+// confWaiter is a blocking Lock or RLock in progress, for the liveness check.
+type confWaiter struct {
+	name      string
+	mode      fairrw.Mode
+	op        string
+	start     time.Time
+	ctx       context.Context
+	seq       int64
+	freeSince time.Time
+	reported  bool
+}
+
+type confViolation struct {
+	kind   string
+	at     time.Duration
+	report string
+}
+
+// confOracle keeps the live leases of every name and checks each grant.
+type confOracle struct {
+	target string
+	start  time.Time
+	faults *confFaults
+	bound  time.Duration // liveness bound
+
+	mu         sync.Mutex
+	nextID     int64
+	nextOwner  int64
+	live       map[string][]*confHold // leases not yet seen Done, by name
+	writes     map[string][]confWriteGrant
+	ownerToken map[int64]uint64 // a write owner's token, for its further writes
+	grantSeq   map[string]int64
+	inflight   map[string]int       // calls in progress on a name (acquires, unlocks)
+	lastActive map[string]time.Time // last call end, grant, or lease end on a name
+	events     map[string][]string  // recent events by name
+	waiters    map[*confWaiter]struct{}
+	violations []confViolation
+	byKind     map[string]int
+	stats      map[string]int
+}
+
+func newConfOracle(target string, start time.Time, f *confFaults, bound time.Duration) *confOracle {
+	return &confOracle{
+		target: target, start: start, faults: f, bound: bound,
+		live:       map[string][]*confHold{},
+		writes:     map[string][]confWriteGrant{},
+		ownerToken: map[int64]uint64{},
+		grantSeq:   map[string]int64{},
+		inflight:   map[string]int{},
+		lastActive: map[string]time.Time{},
+		events:     map[string][]string{},
+		waiters:    map[*confWaiter]struct{}{},
+		byKind:     map[string]int{},
+		stats:      map[string]int{},
+	}
+}
+
+// at formats t as an offset from the start of the run.
+func (o *confOracle) at(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return fmt.Sprintf("+%.3fs", t.Sub(o.start).Seconds())
+}
+
+func (o *confOracle) count(what string, n int) {
+	o.mu.Lock()
+	o.stats[what] += n
+	o.mu.Unlock()
+}
+
+func (o *confOracle) newOwner() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nextOwner++
+	return o.nextOwner
+}
+
+// eventLocked appends to the name's recent history (last 24 kept).
+func (o *confOracle) eventLocked(name string, now time.Time, format string, args ...any) {
+	ev := o.at(now) + " " + fmt.Sprintf(format, args...)
+	evs := append(o.events[name], ev)
+	if len(evs) > 24 {
+		evs = evs[len(evs)-24:]
+	}
+	o.events[name] = evs
+}
+
+func (o *confOracle) event(name string, format string, args ...any) {
+	o.mu.Lock()
+	o.eventLocked(name, time.Now(), format, args...)
+	o.mu.Unlock()
+}
+
+// violateLocked records a violation with the fault history and the name's
+// recent events.
+func (o *confOracle) violateLocked(kind, name string, now time.Time, format string, args ...any) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION %s [%s] at %s on %q: ", kind, o.target, o.at(now), name)
+	fmt.Fprintf(&b, format, args...)
+	b.WriteString("\n    faults just before (last 6s, and any in progress):\n")
+	b.WriteString(o.faults.history(now, 6*time.Second, "      "))
+	if name != "" {
+		b.WriteString("    recent events on the name:\n")
+		for _, ev := range o.events[name] {
+			b.WriteString("      " + ev + "\n")
+		}
+	}
+	o.violations = append(o.violations, confViolation{kind: kind, at: now.Sub(o.start), report: b.String()})
+	o.byKind[kind]++
+}
+
+func (o *confOracle) violate(kind, name string, format string, args ...any) {
+	o.mu.Lock()
+	o.violateLocked(kind, name, time.Now(), format, args...)
+	o.mu.Unlock()
+}
+
+// conflicts reports whether holds of modes a and b exclude each other.
+func confConflict(a, b fairrw.Mode) bool { return a == fairrw.Write || b == fairrw.Write }
+
+// describeHoldLocked formats a lease with its deadline d (as sampled).
+func (o *confOracle) describeHoldLocked(h *confHold, d time.Time) string {
+	return fmt.Sprintf("%s token %d granted %s deadline %s", h, h.token, o.at(h.granted), o.at(d))
+}
+
+// grant checks a new grant against every live lease of its name and against
+// the tokens granted before, then registers it. It runs right after the
+// acquire returned (h.granted).
+func (o *confOracle) grant(h *confHold) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nextID++
+	h.id = o.nextID
+	o.stats["grants"]++
+	o.stats["grants "+h.mode.String()]++
+
+	// Deadlines only move forward while a lease lives: a deadline read
+	// before now is at most the deadline at now. Done is read after now:
+	// open then means open at now. A lease whose Unlock the harness began
+	// may have been released in Redis at any moment since: not counted.
+	type cand struct {
+		e *confHold
+		d time.Time
+	}
+	var cands []cand
+	for _, e := range o.live[h.name] {
+		if e.owner == h.owner || !confConflict(h.mode, e.mode) || !e.unlockBegan.IsZero() {
+			continue
+		}
+		cands = append(cands, cand{e, e.lease.Deadline()})
+	}
+	selfD := h.lease.Deadline()
+	now := time.Now()
+	selfLive := now.Before(selfD) && !confDone(h.lease.Done())
+	var conflicts []string
+	kind := "exclusion/shared-handle" // every conflict is another call on the same handle (finding 7)
+	for _, c := range cands {
+		if now.Before(c.d) && !confDone(c.e.lease.Done()) {
+			note := ""
+			switch {
+			case c.e.wire != "" && c.e.wire == h.wire:
+				note = " (same wire owner: one handle shared by two goroutines)"
+			case c.e.client == h.client && !strings.HasSuffix(h.client, "/private"):
+				note = " (same shared handle " + h.client + ")"
+			default:
+				kind = "exclusion/between-owners"
+			}
+			conflicts = append(conflicts, o.describeHoldLocked(c.e, c.d)+note)
+		}
+	}
+	if !selfLive {
+		o.stats["grants already ended at return"]++
+	}
+	if selfLive && len(conflicts) > 0 {
+		o.violateLocked(kind, h.name, now,
+			"%s granted at %s (call began %s, token %d, deadline %s) while another owner holds a conflicting lease, not Done and before its deadline (checked at %s):\n      %s",
+			h, o.at(h.granted), o.at(h.callStart), h.token, o.at(selfD), o.at(now), strings.Join(conflicts, "\n      "))
+	}
+
+	if h.mode == fairrw.Write {
+		if h.parent != 0 {
+			if want, ok := o.ownerToken[h.owner]; ok && want != h.token {
+				o.violateLocked("token/further-write", h.name, now, "further write %s got token %d, its owner's write has %d: a further write keeps its owner's token", h, h.token, want)
+			}
+		} else {
+			var before *confWriteGrant
+			for i := range o.writes[h.name] {
+				w := &o.writes[h.name][i]
+				if w.hold.owner == h.owner {
+					continue
+				}
+				if w.hold.token == h.token {
+					kind := "token/duplicate"
+					if w.hold.client == h.client && !strings.HasSuffix(h.client, "/private") {
+						kind = "token/duplicate-shared-handle"
+					}
+					o.violateLocked(kind, h.name, now, "write %s got token %d, the same as another owner's write %s", h, h.token, o.describeHoldLocked(w.hold, w.hold.lease.Deadline()))
+					continue
+				}
+				if w.returned.Before(h.callStart) && h.token < w.hold.token && (before == nil || w.hold.token > before.hold.token) {
+					before = w
+				}
+			}
+			if before != nil {
+				o.violateLocked("token/decrease", h.name, now, "write %s (call began %s) got token %d, lower than the token %d of write %s granted (returned %s) before the call began",
+					h, o.at(h.callStart), h.token, before.hold.token, before.hold, o.at(before.returned))
+			}
+			o.writes[h.name] = append(o.writes[h.name], confWriteGrant{hold: h, returned: h.granted})
+			o.ownerToken[h.owner] = h.token
+		}
+	}
+
+	o.live[h.name] = append(o.live[h.name], h)
+	o.grantSeq[h.name]++
+	o.lastActive[h.name] = now
+	o.eventLocked(h.name, now, "grant %s token %d deadline %s", h, h.token, o.at(selfD))
+}
+
+// unlockBegins records that the harness is about to call Unlock on h (the
+// first time): from now on h may be released in Redis at any moment.
+func (o *confOracle) unlockBegins(h *confHold) {
+	o.mu.Lock()
+	if h.unlockBegan.IsZero() {
+		h.unlockBegan = time.Now()
+	}
+	o.inflight[h.name]++
+	o.mu.Unlock()
+}
+
+func (o *confOracle) unlockEnds(h *confHold, err error) {
+	o.mu.Lock()
+	o.inflight[h.name]--
+	now := time.Now()
+	o.lastActive[h.name] = now
+	res := "nil"
+	if err != nil {
+		res = confErrKind(err)
+	}
+	o.eventLocked(h.name, now, "unlock #%d -> %s", h.id, res)
+	o.mu.Unlock()
+}
+
+// acquireBegins registers an acquire in progress on name and, for a blocking
+// one, a waiter for the liveness check.
+func (o *confOracle) acquireBegins(ctx context.Context, name string, mode fairrw.Mode, op string, wait bool) *confWaiter {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inflight[name]++
+	if !wait {
+		return nil
+	}
+	w := &confWaiter{name: name, mode: mode, op: op, start: time.Now(), ctx: ctx, seq: o.grantSeq[name]}
+	o.waiters[w] = struct{}{}
+	return w
+}
+
+func (o *confOracle) acquireEnds(name string, w *confWaiter) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inflight[name]--
+	o.lastActive[name] = time.Now()
+	if w != nil {
+		delete(o.waiters, w)
+	}
+}
+
+// ended is called by a lease's watcher once Done is closed (seen at seen),
+// with the lease's last known deadline.
+func (o *confOracle) ended(h *confHold, seen, deadline time.Time) {
+	err := h.lease.Err()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h.ended = seen
+	live := o.live[h.name]
+	for i, e := range live {
+		if e == h {
+			o.live[h.name] = append(live[:i:i], live[i+1:]...)
+			break
+		}
+	}
+	if seen.After(o.lastActive[h.name]) {
+		o.lastActive[h.name] = seen
+	}
+	how := "unlocked"
+	if err != nil {
+		how = "lost: " + err.Error()
+		o.stats["leases lost"]++
+	}
+	o.eventLocked(h.name, seen, "end #%d (%s)", h.id, how)
+	// A lease reported lost before its deadline, with no Unlock of ours
+	// under way: Redis did not keep the hold until the deadline (or the
+	// renewal misjudged it). Not for a Client closing.
+	const margin = 100 * time.Millisecond
+	if err != nil && errors.Is(err, fairrw.ErrLeaseLost) && !errors.Is(err, fairrw.ErrClosed) &&
+		h.unlockBegan.IsZero() && !deadline.IsZero() && seen.Before(deadline.Add(-margin)) {
+		o.violateLocked("early-loss", h.name, seen, "%s (token %d, granted %s) reported lost at %s, %v before its deadline %s, with no Unlock under way: %v",
+			h, h.token, o.at(h.granted), o.at(seen), deadline.Sub(seen).Round(time.Millisecond), o.at(deadline), err)
+	}
+}
+
+// checkLiveness runs periodically: a blocking acquire whose name has had no
+// live conflicting lease and no grant for longer than the bound, with no
+// fault in progress or ended within the bound, is a liveness violation.
+func (o *confOracle) checkLiveness() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	active, lastEnd := o.faults.state()
+	for w := range o.waiters {
+		if w.ctx.Err() != nil || w.reported {
+			w.freeSince = time.Time{}
+			continue
+		}
+		if s := o.grantSeq[w.name]; s != w.seq {
+			w.seq, w.freeSince = s, time.Time{}
+		}
+		busy := false
+		for _, e := range o.live[w.name] {
+			if !confConflict(w.mode, e.mode) || confDone(e.lease.Done()) {
+				continue
+			}
+			if !e.unlockBegan.IsZero() || now.Before(e.lease.Deadline()) {
+				busy = true
+				break
+			}
+		}
+		if busy {
+			w.freeSince = time.Time{}
+			continue
+		}
+		if w.freeSince.IsZero() {
+			w.freeSince = now
+		}
+		ref := w.freeSince
+		if lastEnd.After(ref) {
+			ref = lastEnd
+		}
+		if active || now.Sub(ref) <= o.bound {
+			continue
+		}
+		w.reported = true
+		o.violateLocked("liveness", w.name, now, "%s waiting since %s: no live conflicting lease and no grant on the name since %s (last fault ended %s), yet not granted after %v (bound %v)",
+			w.op, o.at(w.start), o.at(w.freeSince), o.at(lastEnd), now.Sub(ref).Round(time.Millisecond), o.bound)
+	}
+}
+
+// idleFor reports whether name has had no live lease and no call in
+// progress for at least d.
+func (o *confOracle) idleFor(name string, d time.Duration) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.inflight[name] > 0 {
+		return false
+	}
+	for _, e := range o.live[name] {
+		if !confDone(e.lease.Done()) {
+			return false
+		}
+	}
+	return time.Since(o.lastActive[name]) >= d
+}
+
+func (o *confOracle) liveCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, l := range o.live {
+		n += len(l)
+	}
+	return n
+}
+
+// summary returns the counters, sorted.
+func (o *confOracle) summary() (stats, kinds string, total int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return confSorted(o.stats), confSorted(o.byKind), len(o.violations)
+}
+
+func confSorted(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d ", k, m[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func confDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// confErrKind names an error for the counters.
+func confErrKind(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, fairrw.ErrNotAcquired):
+		return "not-acquired"
+	case errors.Is(err, fairrw.ErrNotHeld):
+		return "not-held"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	case errors.Is(err, fairrw.ErrLeaseLost):
+		return "lease-lost"
+	case errors.Is(err, fairrw.ErrClosed):
+		return "closed"
+	default:
+		return "other"
+	}
+}

@@ -1,0 +1,405 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// The randomized, model-based conformance test of issue 14 ("make sure none
+// of this kind is left"). Workers over several Clients (some through fault
+// proxies) and a few lock names run random mixes of Lock, RLock, TryLock and
+// TryRLock on shared handles (every call a new owner) and on private ones
+// that take further holds (reentrant reads and writes, downgrades, refused
+// upgrades) through the adapter; leases short, long and watchdog-renewed;
+// waits cancelled at random; unlocks in any order, sometimes twice; some
+// leases left to expire. Faults are injected in bursts: replies lost after
+// their script ran, stalls, resets, Redis paused past the unlock timeout,
+// SCRIPT FLUSH, CLIENT KILL. The oracle checks every grant (no other
+// owner's conflicting lease alive; write tokens increasing), every lease end
+// (none lost before its deadline), every Unlock, the liveness of waiters on
+// a free lock, that an idle name is free in Redis, and at the end that no
+// key without a TTL, then no key at all, is left.
+//
+//	FAIRRW_CONFORMANCE_DURATION  workload duration per subtest (default 20s)
+//	FAIRRW_CONFORMANCE_SEED      the seed (printed at start) to reproduce a run
+
+const (
+	confLeaseTime     = 1500 * time.Millisecond // the Clients' watchdog lease: renewed every 500ms
+	confUnlockTimeout = 300 * time.Millisecond
+	confShortMin      = 50 * time.Millisecond
+	confShortMax      = 400 * time.Millisecond
+	confLongMin       = 2500 * time.Millisecond
+	confLongMax       = 4 * time.Second
+	confWorkers       = 10
+	confDefaultDur    = 20 * time.Second
+	// confBound is the liveness bound: a waiter on a name with no live
+	// conflicting lease and no grant is granted within it.
+	confBound = confLeaseTime + confUnlockTimeout + 2*time.Second
+	// confProbeIdle is how long a name stays idle (no live lease, no call)
+	// before the stranded-hold probe: covers a hold Redis legitimately keeps
+	// a little past its local deadline (an acquire sent before a stall or
+	// pause of at most 1s ran after it).
+	confProbeIdle = 1500 * time.Millisecond
+	// confProbeQuiet is how long after the last fault the probe waits: a
+	// renewal that ran but whose reply was lost keeps a hold in Redis up to
+	// a lease past its local deadline.
+	confProbeQuiet = confLeaseTime + confUnlockTimeout + 1500*time.Millisecond
+)
+
+type confKind int
+
+const (
+	confRWKind confKind = iota
+	confMutexKind
+	confQuorumKind
+)
+
+type confTarget struct {
+	name   string
+	kind   confKind
+	policy fairrw.Policy
+}
+
+func TestConformance(t *testing.T) {
+	dur := confDefaultDur
+	if v := os.Getenv("FAIRRW_CONFORMANCE_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("FAIRRW_CONFORMANCE_DURATION=%q: want a positive Go duration such as 5m", v)
+		}
+		dur = d
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("FAIRRW_CONFORMANCE_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("FAIRRW_CONFORMANCE_SEED=%q: want an unsigned integer", v)
+		}
+		seed = s
+	}
+	t.Logf("conformance: seed %d (FAIRRW_CONFORMANCE_SEED=%d reproduces it), %v of workload per subtest", seed, seed, dur)
+	quorumPolicy := policies[seed%uint64(len(policies))]
+	targets := []confTarget{
+		{"redisson", confRWKind, fairrw.Redisson()},
+		{"writer-preferring", confRWKind, fairrw.WriterPreferring()},
+		{"phase-fair", confRWKind, fairrw.PhaseFair()},
+		{"mutex", confMutexKind, fairrw.WriterPreferring()},
+		{"quorum-" + quorumPolicy.String(), confQuorumKind, quorumPolicy},
+	}
+	for i, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			// The subtests run side by side: the workload mostly waits
+			// (leases, holds, faults), and each has its own servers.
+			t.Parallel()
+			runConformance(t, tg, seed, seed+uint64(i)*0x9e3779b97f4a7c15, dur)
+		})
+	}
+}
+
+// confHandle is a shared handle: every call through it is a new owner.
+type confHandle struct {
+	label   string
+	acquire func(ctx context.Context, mode fairrw.Mode, wait bool, opts []fairrw.AcquireOption) (confLease, string, error)
+}
+
+// confEnv is one subtest's world.
+type confEnv struct {
+	t       *testing.T
+	tg      confTarget
+	seed    uint64 // the top-level seed, FAIRRW_CONFORMANCE_SEED
+	o       *confOracle
+	f       *confFaults
+	names   []string
+	clients []*fairrw.Client // RWMutex and Mutex targets; clients[0] is direct
+	labels  []string         // of clients
+	quorums []*fairrw.Quorum // quorum target; quorums[0] is direct
+	pool    map[string][]confHandle
+
+	runCtx  context.Context // cancelled when the workload ends
+	stopped chan struct{}
+	watches sync.WaitGroup // lease watchers
+
+	closedMu sync.Mutex
+	closed   string // the name closed to workers for a stranded-hold probe
+}
+
+func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.Duration) {
+	e := &confEnv{t: t, tg: tg, seed: topSeed, pool: map[string][]confHandle{}, stopped: make(chan struct{})}
+	// Registered first, so it runs last: after the Clients closed (which
+	// ends every lease), the watchers return.
+	t.Cleanup(func() {
+		done := make(chan struct{})
+		go func() { e.watches.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("lease watchers still running 30s after the Clients closed")
+		}
+	})
+	start := time.Now()
+	e.f = &confFaults{tb: t, start: start, counts: map[string]int{}}
+	e.o = newConfOracle(tg.name, start, e.f, confBound)
+
+	nodes := 1
+	if tg.kind == confQuorumKind {
+		nodes = 3
+	}
+	for i := range nodes {
+		r := redistest.StartProcess(t)
+		e.f.servers = append(e.f.servers, r)
+		e.f.admins = append(e.f.admins, r.Client(t, func(o *rueidis.ClientOption) {
+			o.DisableCache = true
+			o.ClientName = confAdminName
+		}))
+		_ = i
+	}
+	e.f.pauses = true
+
+	opts := []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithLeaseTime(confLeaseTime), fairrw.WithUnlockTimeout(confUnlockTimeout)}
+	// newProxied returns a Client of server i, through a new fault proxy
+	// when proxied.
+	newNodeClient := func(i int, proxied bool, tr transport, label string) *fairrw.Client {
+		base := e.f.servers[i].ClientOption()
+		if proxied {
+			p := faults.StartProxy(t, e.f.servers[i].Addr)
+			e.f.proxies = append(e.f.proxies, &confProxy{p: p, label: "proxy(" + label + ")", server: i})
+			base = rueidis.ClientOption{InitAddress: []string{p.Addr()}}
+		}
+		return newClientOn(t, base, tr, opts...)
+	}
+
+	switch tg.kind {
+	case confRWKind, confMutexKind:
+		e.names = []string{"conf-a", "conf-b", "conf-c"}
+		if tg.kind == confMutexKind {
+			e.names = e.names[:2]
+		}
+		for i, spec := range []struct {
+			proxied bool
+			tr      transport
+		}{{false, transports[0]}, {true, transports[0]}, {true, transports[1]}, {false, transports[1]}} {
+			label := fmt.Sprintf("c%d(%s,%s)", i, map[bool]string{true: "proxy", false: "direct"}[spec.proxied], spec.tr.name)
+			e.clients = append(e.clients, newNodeClient(0, spec.proxied, spec.tr, label))
+			e.labels = append(e.labels, label)
+		}
+		for _, n := range e.names {
+			for ci, c := range e.clients {
+				for hi := range 2 {
+					label := fmt.Sprintf("c%d/h%d", ci, hi)
+					if tg.kind == confMutexKind {
+						m := c.Mutex(n)
+						e.pool[n] = append(e.pool[n], confHandle{label: label, acquire: func(ctx context.Context, _ fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
+							l, err := confMutexAcquire(ctx, m, wait, o)
+							if err != nil {
+								return nil, "", err
+							}
+							return l, l.Owner(), nil
+						}})
+						continue
+					}
+					m := c.RWMutex(n)
+					e.pool[n] = append(e.pool[n], confHandle{label: label, acquire: func(ctx context.Context, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
+						l, err := confRWAcquire(ctx, m, mode, wait, o)
+						if err != nil {
+							return nil, "", err
+						}
+						return l, l.Owner(), nil
+					}})
+				}
+			}
+		}
+	case confQuorumKind:
+		e.names = []string{"conf-a", "conf-b"}
+		// q0 all direct (the probe's), q1 with node 0 proxied, q2 with
+		// nodes 1 and 2 proxied.
+		for qi, proxied := range [][]bool{{false, false, false}, {true, false, false}, {false, true, true}} {
+			var cs []*fairrw.Client
+			for ni := range nodes {
+				label := fmt.Sprintf("q%d.n%d", qi, ni)
+				cs = append(cs, newNodeClient(ni, proxied[ni], transports[qi%2], label))
+			}
+			q, err := fairrw.NewQuorum(cs, fairrw.WithNodeTimeout(250*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = q.Close() })
+			e.quorums = append(e.quorums, q)
+		}
+		for _, n := range e.names {
+			for qi, q := range e.quorums {
+				for hi := range 2 {
+					m := q.RWMutex(n)
+					e.pool[n] = append(e.pool[n], confHandle{label: fmt.Sprintf("q%d/h%d", qi, hi), acquire: func(ctx context.Context, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
+						l, err := confQuorumAcquire(ctx, m, mode, wait, o)
+						if err != nil {
+							return nil, "", err
+						}
+						return l, "", nil
+					}})
+				}
+			}
+		}
+	}
+
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	e.runCtx = runCtx
+	faultCtx, stopFaults := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		e.f.run(faultCtx, rand.New(rand.NewPCG(seed, 1000)))
+	}()
+	go func() {
+		defer bg.Done()
+		e.monitor(faultCtx, rand.New(rand.NewPCG(seed, 1001)))
+	}()
+	var workers sync.WaitGroup
+	for i := range confWorkers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			e.worker(rand.New(rand.NewPCG(seed, uint64(i))))
+		}()
+	}
+
+	time.Sleep(dur)
+	close(e.stopped)
+	cancelRun()
+	workers.Wait()
+	stopFaults()
+	bg.Wait()
+	e.f.stop()
+	e.o.checkLiveness()
+
+	// Every lease ends: unlocked by its worker, or left to expire.
+	wait := time.Now().Add(confLongMax + 5*time.Second)
+	for e.o.liveCount() > 0 && time.Now().Before(wait) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.o.liveCount(); n > 0 {
+		e.o.violate("lease-never-ended", "", "%d leases still not Done %v after the workload ended", n, confLongMax+5*time.Second)
+	}
+	// Then every name, once idle and with no fault for a while, is free
+	// for a new owner at once.
+	for _, n := range e.names {
+		wait := time.Now().Add(confProbeQuiet + confProbeIdle + 2*time.Second)
+		for !(e.o.idleFor(n, confProbeIdle) && e.f.quietFor(confProbeQuiet)) && time.Now().Before(wait) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		e.probe(n)
+	}
+	e.endChecks()
+	e.report()
+}
+
+// endChecks: after a settle wait, no key without a TTL; after a further
+// wait of the longest lease and the unlock timeout, no key at all.
+func (e *confEnv) endChecks() {
+	time.Sleep(time.Second)
+	for i := range e.f.servers {
+		for _, k := range e.keys(i) {
+			if k.pttl == -1 {
+				e.o.violate("key-without-ttl", "", "redis%d: key %q (%s) has no TTL after every lease ended: %s", i, k.name, k.typ, k.value)
+			}
+		}
+	}
+	time.Sleep(confLongMax + confUnlockTimeout + time.Second)
+	for i := range e.f.servers {
+		if keys := e.keys(i); len(keys) > 0 {
+			var b strings.Builder
+			for _, k := range keys {
+				fmt.Fprintf(&b, "\n      %q %s pttl %dms %s", k.name, k.typ, k.pttl, k.value)
+			}
+			e.o.violate("keys-left", "", "redis%d: %d keys left after every lease ended and the longest lease (%v) and unlock timeout passed:%s", i, len(keys), confLongMax, b.String())
+		}
+	}
+}
+
+type confKey struct {
+	name, typ, value string
+	pttl             int64
+}
+
+// keys lists the keys of server i matching *pattern* (all when empty).
+func (e *confEnv) keysMatching(i int, pattern string) []confKey {
+	admin := e.f.admins[i]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	names, err := admin.Do(ctx, admin.B().Keys().Pattern("*"+pattern+"*").Build()).AsStrSlice()
+	if err != nil {
+		return []confKey{{name: "(KEYS failed: " + err.Error() + ")"}}
+	}
+	var out []confKey
+	for _, n := range names {
+		k := confKey{name: n}
+		k.typ, _ = admin.Do(ctx, admin.B().Type().Key(n).Build()).ToString()
+		k.pttl, _ = admin.Do(ctx, admin.B().Pttl().Key(n).Build()).AsInt64()
+		switch k.typ {
+		case "hash":
+			m, _ := admin.Do(ctx, admin.B().Hgetall().Key(n).Build()).AsStrMap()
+			k.value = fmt.Sprint(m)
+		case "string":
+			k.value, _ = admin.Do(ctx, admin.B().Get().Key(n).Build()).ToString()
+		case "zset":
+			z, _ := admin.Do(ctx, admin.B().Zrange().Key(n).Min("0").Max("-1").Withscores().Build()).ToArray()
+			k.value = fmt.Sprintf("%d members", len(z))
+		}
+		if len(k.value) > 200 {
+			k.value = k.value[:200] + "…"
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func (e *confEnv) keys(i int) []confKey { return e.keysMatching(i, "") }
+
+// dumpName describes the keys of name on every server, for reports.
+func (e *confEnv) dumpName(name string) string {
+	var b strings.Builder
+	for i := range e.f.servers {
+		for _, k := range e.keysMatching(i, name) {
+			fmt.Fprintf(&b, "\n      redis%d %q %s pttl %dms %s", i, k.name, k.typ, k.pttl, k.value)
+		}
+	}
+	if b.Len() == 0 {
+		return " (no keys)"
+	}
+	return b.String()
+}
+
+// report logs the figures and fails the test with every violation (the
+// first three of each kind in full).
+func (e *confEnv) report() {
+	stats, kinds, total := e.o.summary()
+	e.t.Logf("%s figures: %s", e.tg.name, stats)
+	e.t.Logf("%s faults injected: %s", e.tg.name, e.f.summary())
+	e.t.Logf("%s violations: %d %s", e.tg.name, total, kinds)
+	e.o.mu.Lock()
+	defer e.o.mu.Unlock()
+	shown := map[string]int{}
+	for _, v := range e.o.violations {
+		shown[v.kind]++
+		if shown[v.kind] <= 3 {
+			e.t.Errorf("%s", v.report)
+		}
+	}
+	if total > 0 {
+		e.t.Errorf("%s: %d violations (%s); FAIRRW_CONFORMANCE_SEED=%d", e.tg.name, total, kinds, e.seed)
+	}
+}

@@ -1,0 +1,525 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+func confRWAcquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (*fairrw.Lease, error) {
+	switch {
+	case mode == fairrw.Write && wait:
+		return m.Lock(ctx, o...)
+	case mode == fairrw.Write:
+		return m.TryLock(ctx, o...)
+	case wait:
+		return m.RLock(ctx, o...)
+	default:
+		return m.TryRLock(ctx, o...)
+	}
+}
+
+func confMutexAcquire(ctx context.Context, m *fairrw.Mutex, wait bool, o []fairrw.AcquireOption) (*fairrw.Lease, error) {
+	if wait {
+		return m.Lock(ctx, o...)
+	}
+	return m.TryLock(ctx, o...)
+}
+
+func confQuorumAcquire(ctx context.Context, m *fairrw.QuorumRWMutex, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (*fairrw.QuorumLease, error) {
+	switch {
+	case mode == fairrw.Write && wait:
+		return m.Lock(ctx, o...)
+	case mode == fairrw.Write:
+		return m.TryLock(ctx, o...)
+	case wait:
+		return m.RLock(ctx, o...)
+	default:
+		return m.TryRLock(ctx, o...)
+	}
+}
+
+func confOpName(mode fairrw.Mode, wait bool) string {
+	switch {
+	case mode == fairrw.Write && wait:
+		return "Lock"
+	case mode == fairrw.Write:
+		return "TryLock"
+	case wait:
+		return "RLock"
+	default:
+		return "TryRLock"
+	}
+}
+
+// confLeaseKind is the lease an acquire asks for.
+type confLeaseKind struct {
+	desc     string
+	opts     []fairrw.AcquireOption
+	explicit bool
+}
+
+func confPickLease(rng *rand.Rand) confLeaseKind {
+	between := func(lo, hi time.Duration) time.Duration {
+		return (lo + time.Duration(rng.Int64N(int64(hi-lo)))).Round(time.Millisecond)
+	}
+	switch r := rng.IntN(100); {
+	case r < 40:
+		return confLeaseKind{desc: "watchdog"}
+	case r < 90:
+		d := between(confShortMin, confShortMax)
+		return confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true}
+	default:
+		d := between(confLongMin, confLongMax)
+		return confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true}
+	}
+}
+
+func confPickHold(rng *rand.Rand) time.Duration {
+	switch r := rng.IntN(100); {
+	case r < 75:
+		return time.Duration(rng.Int64N(int64(120 * time.Millisecond)))
+	case r < 93:
+		return 120*time.Millisecond + time.Duration(rng.Int64N(int64(500*time.Millisecond)))
+	default:
+		return 700*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond)))
+	}
+}
+
+func (e *confEnv) isStopped() bool { return confDone(e.stopped) }
+
+// pickName picks a name open to workers ("" if none).
+func (e *confEnv) pickName(rng *rand.Rand) string {
+	e.closedMu.Lock()
+	closed := e.closed
+	e.closedMu.Unlock()
+	for range 8 {
+		if n := e.names[rng.IntN(len(e.names))]; n != closed {
+			return n
+		}
+	}
+	return ""
+}
+
+// opCtx is an acquire's context: cancelled when the workload ends, after
+// 12s at the latest, and for a quarter of the waiting acquires after a
+// random 20-720ms (a cancellation mid-wait).
+func (e *confEnv) opCtx(rng *rand.Rand, wait bool) (context.Context, context.CancelFunc, string) {
+	ctx, cancel := context.WithTimeout(e.runCtx, 12*time.Second)
+	if wait && rng.IntN(100) < 25 {
+		d := 20*time.Millisecond + time.Duration(rng.Int64N(int64(700*time.Millisecond)))
+		t := time.AfterFunc(d, cancel)
+		return ctx, func() { t.Stop(); cancel() }, fmt.Sprintf(", cancelled after %v", d.Round(time.Millisecond))
+	}
+	return ctx, cancel, ""
+}
+
+func (e *confEnv) worker(rng *rand.Rand) {
+	for !e.isStopped() {
+		name := e.pickName(rng)
+		if name == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if e.tg.kind != confQuorumKind && rng.IntN(100) < 50 {
+			e.session(rng, name)
+		} else {
+			e.single(rng, name)
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
+	}
+}
+
+// acquire runs call as an acquire of name by owner (a further hold of
+// parent when parent is set) and registers its grant with the oracle.
+func (e *confEnv) acquire(ctx context.Context, name string, owner int64, parent *confHold, mode fairrw.Mode, wait bool, op, client string,
+	call func(context.Context) (confLease, string, error)) (*confHold, error) {
+	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil)
+	start := time.Now()
+	l, wire, err := call(ctx)
+	ret := time.Now()
+	var h *confHold
+	if err == nil {
+		h = &confHold{name: name, owner: owner, wire: wire, mode: mode, token: l.Token(), lease: l, op: op, client: client,
+			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind}
+		if parent != nil {
+			h.parent = parent.id
+		}
+		e.o.grant(h)
+		e.watch(h)
+	} else {
+		e.o.event(name, "refused %s: %s", op, confErrKind(err))
+	}
+	e.o.acquireEnds(name, w)
+	kind := "top"
+	if parent != nil {
+		kind = "further"
+	}
+	e.o.count(fmt.Sprintf("ops %s %s -> %s", kind, mode, confErrKind(err)), 1)
+	e.o.count("ops", 1)
+	return h, err
+}
+
+// watch waits for h's end and reports it to the oracle with the lease's
+// last known deadline (sampled while alive for a quorum lease, whose
+// Deadline is zero once lost).
+func (e *confEnv) watch(h *confHold) {
+	e.watches.Add(1)
+	go func() {
+		defer e.watches.Done()
+		last := h.lease.Deadline()
+		if h.quorum {
+			tick := time.NewTicker(25 * time.Millisecond)
+			defer tick.Stop()
+		loop:
+			for {
+				select {
+				case <-h.lease.Done():
+					break loop
+				case <-tick.C:
+					if d := h.lease.Deadline(); !d.IsZero() && !confDone(h.lease.Done()) {
+						last = d
+					}
+				}
+			}
+		} else {
+			<-h.lease.Done()
+			last = h.lease.Deadline()
+		}
+		e.o.ended(h, time.Now(), last)
+	}()
+}
+
+// unlock unlocks h (and, sometimes, again) and checks the answers.
+func (e *confEnv) unlock(rng *rand.Rand, h *confHold) {
+	d0 := h.lease.Deadline()
+	e.o.unlockBegins(h)
+	began := time.Now()
+	aliveAtStart := !confDone(h.lease.Done())
+	err := h.lease.Unlock(context.Background())
+	ret := time.Now()
+	e.o.unlockEnds(h, err)
+	e.o.count("unlocks -> "+confErrKind(err), 1)
+	e.o.count("ops", 1)
+	if err != nil && errors.Is(err, fairrw.ErrNotHeld) && aliveAtStart && ret.Before(d0) && !h.quorum {
+		e.o.violate("unlock-not-held", h.name, "Unlock of %s (token %d, granted %s) began at %s while alive and returned at %s, before its deadline %s, with ErrNotHeld: Redis no longer had a hold it had to keep: %v\n    keys now:%s",
+			h, h.token, e.o.at(h.granted), e.o.at(began), e.o.at(ret), e.o.at(d0), err, e.dumpName(h.name))
+	}
+	if rng.IntN(100) < 15 {
+		err2 := h.lease.Unlock(context.Background())
+		e.o.count("unlocks twice -> "+confErrKind(err2), 1)
+		e.o.count("ops", 1)
+		if err2 == nil {
+			e.o.violate("double-unlock", h.name, "second Unlock of %s returned nil (first: %v); want ErrNotHeld", h, err)
+		}
+	}
+}
+
+// holdFor keeps h for d, or until it ends or the workload stops.
+func (e *confEnv) holdFor(h *confHold, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-h.lease.Done():
+	case <-e.stopped:
+	}
+}
+
+// single is one acquire on a shared handle, as a new owner, held a while
+// and unlocked (or, for an explicit lease, sometimes left to expire).
+func (e *confEnv) single(rng *rand.Rand, name string) {
+	pool := e.pool[name]
+	hd := pool[rng.IntN(len(pool))]
+	mode := fairrw.Write
+	if e.tg.kind != confMutexKind && rng.IntN(100) < 50 {
+		mode = fairrw.Read
+	}
+	wait := rng.IntN(100) < 65
+	lk := confPickLease(rng)
+	ctx, cancel, cdesc := e.opCtx(rng, wait)
+	op := fmt.Sprintf("%s %s(%s%s)", hd.label, confOpName(mode, wait), lk.desc, cdesc)
+	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, mode, wait, op, hd.label, func(ctx context.Context) (confLease, string, error) {
+		return hd.acquire(ctx, mode, wait, lk.opts)
+	})
+	cancel()
+	if err != nil {
+		if wait && errors.Is(err, fairrw.ErrNotAcquired) && e.runCtx.Err() == nil {
+			e.o.violate("lock-refused", name, "%s, a new owner on a shared handle, returned ErrNotAcquired: a waiting acquire of an owner that holds nothing is never refused: %v", op, err)
+		}
+		return
+	}
+	e.holdFor(h, confPickHold(rng))
+	if lk.explicit && rng.IntN(100) < 20 && !e.isStopped() {
+		e.o.count("leases left to expire", 1)
+		return
+	}
+	e.unlock(rng, h)
+}
+
+// sessHold is a lease of a private owner's session.
+type sessHold struct {
+	h        *confHold
+	l        *fairrw.Lease
+	explicit bool
+	done     bool // unlocked, or left to expire
+}
+
+// session is one owner on a private handle: a top-level acquire, then
+// further holds taken through the adapter (reentrant reads and writes,
+// downgrades, a refused upgrade), unlocked in random order.
+func (e *confEnv) session(rng *rand.Rand, name string) {
+	ci := rng.IntN(len(e.clients))
+	c := e.clients[ci]
+	label := fmt.Sprintf("c%d/private", ci)
+	var rw *fairrw.RWMutex
+	var mx *fairrw.Mutex
+	if e.tg.kind == confMutexKind {
+		mx = c.Mutex(name)
+	} else {
+		rw = c.RWMutex(name)
+	}
+	owner := e.o.newOwner()
+	mode := fairrw.Write
+	if rw != nil && rng.IntN(100) < 45 {
+		mode = fairrw.Read
+	}
+	wait := rng.IntN(100) < 70
+	lk := confPickLease(rng)
+	ctx, cancel, cdesc := e.opCtx(rng, wait)
+	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cdesc)
+	var top *fairrw.Lease
+	h, err := e.acquire(ctx, name, owner, nil, mode, wait, op, label, func(ctx context.Context) (confLease, string, error) {
+		var err error
+		if mx != nil {
+			top, err = confMutexAcquire(ctx, mx, wait, lk.opts)
+		} else {
+			top, err = confRWAcquire(ctx, rw, mode, wait, lk.opts)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return top, top.Owner(), nil
+	})
+	cancel()
+	if err != nil {
+		if wait && errors.Is(err, fairrw.ErrNotAcquired) && e.runCtx.Err() == nil {
+			e.o.violate("lock-refused", name, "%s, a new owner on a private handle, returned ErrNotAcquired: %v", op, err)
+		}
+		return
+	}
+	holds := []*sessHold{{h: h, l: top, explicit: lk.explicit}}
+	alive := func(mode fairrw.Mode, any bool) []*sessHold {
+		var out []*sessHold
+		for _, s := range holds {
+			if !s.done && !confDone(s.l.Done()) && (any || s.h.mode == mode) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	further := func(parent *sessHold, mode fairrw.Mode) {
+		lk := confPickLease(rng)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		call := "RLock"
+		if mode == fairrw.Write {
+			call = "Lock"
+		}
+		op := fmt.Sprintf("%s further %s from #%d (%s)", label, call, parent.h.id, lk.desc)
+		var l *fairrw.Lease
+		h, err := e.acquire(ctx, name, owner, parent.h, mode, false, op, label, func(ctx context.Context) (confLease, string, error) {
+			var err error
+			switch {
+			case mx != nil:
+				l, err = parent.l.Lock(ctx, lk.opts...)
+			case mode == fairrw.Write:
+				l, err = parent.l.Lock(ctx, lk.opts...)
+			default:
+				l, err = parent.l.RLock(ctx, lk.opts...)
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			return l, l.Owner(), nil
+		})
+		if err == nil {
+			holds = append(holds, &sessHold{h: h, l: l, explicit: lk.explicit})
+		}
+	}
+	steps := rng.IntN(6)
+	for i := 0; i < steps && !e.isStopped(); i++ {
+		time.Sleep(time.Duration(rng.Int64N(int64(150 * time.Millisecond))))
+		live := alive(0, true)
+		if len(live) == 0 {
+			break
+		}
+		switch r := rng.IntN(100); {
+		case r < 25: // a reentrant read, or a downgrade hold from a write
+			p := live[rng.IntN(len(live))]
+			if mx != nil {
+				further(p, fairrw.Write)
+			} else {
+				further(p, fairrw.Read)
+			}
+		case r < 42: // a reentrant write
+			if ws := alive(fairrw.Write, false); len(ws) > 0 {
+				further(ws[rng.IntN(len(ws))], fairrw.Write)
+			}
+		case r < 57: // an upgrade: must be refused as one
+			rs := alive(fairrw.Read, false)
+			if rw == nil || len(rs) == 0 || len(alive(fairrw.Write, false)) > 0 {
+				continue
+			}
+			e.upgrade(rng, name, owner, label, rw, rs[rng.IntN(len(rs))], &holds)
+		case r < 85: // unlock one, in any order
+			s := live[rng.IntN(len(live))]
+			s.done = true
+			if s.explicit && rng.IntN(100) < 15 {
+				e.o.count("leases left to expire", 1)
+				continue
+			}
+			e.unlock(rng, s.h)
+		default:
+			time.Sleep(confPickHold(rng))
+		}
+	}
+	e.holdFor(h, confPickHold(rng))
+	rng.Shuffle(len(holds), func(a, b int) { holds[a], holds[b] = holds[b], holds[a] })
+	for _, s := range holds {
+		if s.done {
+			continue
+		}
+		s.done = true
+		if s.explicit && rng.IntN(100) < 15 && !e.isStopped() {
+			e.o.count("leases left to expire", 1)
+			continue
+		}
+		e.unlock(rng, s.h)
+	}
+}
+
+// upgrade asks for the write from a read lease of an owner that holds no
+// write: it must be refused as an upgrade (ErrUpgrade), never granted.
+func (e *confEnv) upgrade(rng *rand.Rand, name string, owner int64, label string, rw *fairrw.RWMutex, parent *sessHold, holds *[]*sessHold) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	op := fmt.Sprintf("%s upgrade: further Lock from read #%d", label, parent.h.id)
+	var l *fairrw.Lease
+	h, err := e.acquire(ctx, name, owner, parent.h, fairrw.Write, false, op, label, func(ctx context.Context) (confLease, string, error) {
+		var err error
+		l, err = parent.l.Lock(ctx, fairrw.WithLease(200*time.Millisecond))
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Owner(), nil
+	})
+	parentAlive := !confDone(parent.l.Done())
+	e.o.count("upgrade checks", 1)
+	switch {
+	case err == nil:
+		*holds = append(*holds, &sessHold{h: h, l: l, explicit: true})
+		if parentAlive {
+			e.o.violate("upgrade-granted", name, "%s was granted (%s) while the read lease it came from is alive", op, h)
+		}
+	case errors.Is(err, fairrw.ErrUpgrade):
+		e.o.count("upgrade refused as upgrade", 1)
+	case parentAlive:
+		e.o.violate("upgrade-error", name, "%s failed with %v, which is not an upgrade refusal (not ErrUpgrade), while the read lease is alive", op, err)
+	}
+}
+
+// monitor checks liveness every 50ms and, now and then, closes a name to the
+// workers so that it goes idle, then probes it: once a name has had no live
+// lease and no call for confProbeIdle, with no fault for confProbeQuiet, a
+// TryLock of a new owner must be granted.
+func (e *confEnv) monitor(ctx context.Context, rng *rand.Rand) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	nextClose := time.Now().Add(3 * time.Second)
+	closeUntil := time.Time{}
+	probed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		e.o.checkLiveness()
+		now := time.Now()
+		e.closedMu.Lock()
+		closed := e.closed
+		e.closedMu.Unlock()
+		switch {
+		case closed == "" && now.After(nextClose) && e.f.quietFor(confProbeQuiet-confProbeIdle):
+			e.closedMu.Lock()
+			e.closed = e.names[rng.IntN(len(e.names))]
+			e.closedMu.Unlock()
+			closeUntil = now.Add(4 * time.Second)
+			probed = false
+		case closed != "" && now.After(closeUntil):
+			e.closedMu.Lock()
+			e.closed = ""
+			e.closedMu.Unlock()
+			nextClose = now.Add(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+		case closed != "" && !probed && e.o.idleFor(closed, confProbeIdle) && e.f.quietFor(confProbeQuiet):
+			probed = true
+			e.probe(closed)
+		}
+	}
+}
+
+// probe takes the write of an idle name as a new owner of the direct
+// Client (or quorum) with TryLock.
+func (e *confEnv) probe(name string) {
+	e.o.mu.Lock()
+	before := e.o.grantSeq[name]
+	idleSince := e.o.lastActive[name]
+	e.o.mu.Unlock()
+	_, lastFault := e.f.state()
+	lease := []fairrw.AcquireOption{fairrw.WithLease(300 * time.Millisecond)}
+	op := "probe TryLock(lease 300ms) of an idle name"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, fairrw.Write, false, op, "probe", func(ctx context.Context) (confLease, string, error) {
+		switch e.tg.kind {
+		case confQuorumKind:
+			l, err := confQuorumAcquire(ctx, e.quorums[0].RWMutex(name), fairrw.Write, false, lease)
+			if err != nil {
+				return nil, "", err
+			}
+			return l, "", nil
+		case confMutexKind:
+			l, err := e.clients[0].Mutex(name).TryLock(ctx, lease...)
+			if err != nil {
+				return nil, "", err
+			}
+			return l, l.Owner(), nil
+		default:
+			l, err := e.clients[0].RWMutex(name).TryLock(ctx, lease...)
+			if err != nil {
+				return nil, "", err
+			}
+			return l, l.Owner(), nil
+		}
+	})
+	e.o.count("probes", 1)
+	if err == nil {
+		e.o.count("probes granted", 1)
+		e.unlock(rand.New(rand.NewPCG(0, 0)), h)
+		return
+	}
+	e.o.mu.Lock()
+	after := e.o.grantSeq[name]
+	e.o.mu.Unlock()
+	if !errors.Is(err, fairrw.ErrNotAcquired) || after != before {
+		e.o.count("probes inconclusive", 1)
+		return
+	}
+	e.o.violate("stranded-hold", name, "the name was idle (no live lease, no call in progress) since %s and the last fault ended %s, yet a new owner's TryLock was refused (%v): Redis still holds something that no live Lease accounts for. Keys of the name:%s",
+		e.o.at(idleSince), e.o.at(lastFault), err, e.dumpName(name))
+}

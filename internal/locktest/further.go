@@ -1,0 +1,187 @@
+package locktest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// The rule every hold keeps: no operation on one hold of an owner (its
+// release, its expiry, its renewal) ever shortens another live hold of the
+// same owner, and a hold whose lease ended stops counting.
+
+const (
+	// furtherShort is the short lease of these scenarios: an explicit
+	// WithLease, and the Client's lease time that the watchdog renews with
+	// (and that a release must not set again).
+	furtherShort = 200 * time.Millisecond
+	// furtherLong is the long explicit lease that must not be cut short.
+	furtherLong = 20 * time.Second
+)
+
+// ShorterHoldNeverShortens: an owner holds the lock WithLease(long) on a
+// Client whose lease time is short, and takes a further hold: a write, a
+// downgrade read or a read, with a long lease, a short one, or the
+// watchdog's. Whether that further hold is unlocked, runs out or is renewed
+// a few times and then unlocked, the lock stays held for the long hold: other
+// owners are refused well after a short lease would have run out. With
+// "older", the long hold is the one released, and the further hold must
+// keep the lock.
+func ShorterHoldNeverShortens(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(furtherShort))
+	for _, tc := range []struct {
+		name          string
+		first, second fairrw.Mode
+		lease         time.Duration // of the further hold; 0 for the watchdog
+		releaseFirst  bool
+	}{
+		{"write/long", fairrw.Write, fairrw.Write, furtherLong, false},
+		{"write/short", fairrw.Write, fairrw.Write, furtherShort, false},
+		{"write/watchdog", fairrw.Write, fairrw.Write, 0, false},
+		{"write/older", fairrw.Write, fairrw.Write, furtherLong, true},
+		{"downgrade/short", fairrw.Write, fairrw.Read, furtherShort, false},
+		{"downgrade/watchdog", fairrw.Write, fairrw.Read, 0, false},
+		{"downgrade/older", fairrw.Write, fairrw.Read, furtherLong, true},
+		{"read/long", fairrw.Read, fairrw.Read, furtherLong, false},
+		{"read/short", fairrw.Read, fairrw.Read, furtherShort, false},
+		{"read/watchdog", fairrw.Read, fairrw.Read, 0, false},
+		{"read/older", fairrw.Read, fairrw.Read, furtherLong, true},
+	} {
+		n := name(t) + ":" + tc.name
+		first := lock(t, c.RWMutex(n), tc.first, fairrw.WithLease(furtherLong))
+		var opts []fairrw.AcquireOption
+		if tc.lease > 0 {
+			opts = append(opts, fairrw.WithLease(tc.lease))
+		}
+		second := hold(t, first, tc.second, opts...)
+		kept, gone := first, second
+		if tc.releaseFirst {
+			kept, gone = second, first
+		}
+		switch {
+		case tc.lease == 0:
+			time.Sleep(3 * furtherShort) // renewal rounds run
+			alive(t, second)
+			keptOut(t, c, n, tc.first == fairrw.Write)
+			unlock(t, gone)
+		case tc.lease == furtherShort:
+			if err := waitDone(t, gone, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+				t.Fatalf("%s: the short hold ended with %v, want ErrLeaseLost", tc.name, err)
+			}
+			if err := gone.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+				t.Fatalf("%s: Unlock of the expired hold: %v, want ErrNotHeld", tc.name, err)
+			}
+		default:
+			unlock(t, gone)
+		}
+		time.Sleep(3 * furtherShort)
+		keptOut(t, c, n, kept.Mode() == fairrw.Write)
+		alive(t, kept)
+		unlock(t, kept)
+		unlock(t, granted(t, c.RWMutex(n), fairrw.Write))
+		EventuallyNoKeys(t, env, n)
+	}
+}
+
+// keptOut checks that other owners are refused the write, and the read too
+// when write is set; without it, another owner's read is granted.
+func keptOut(t testing.TB, c *fairrw.Client, n string, write bool) {
+	t.Helper()
+	refused(t, c.RWMutex(n), fairrw.Write)
+	if write {
+		refused(t, c.RWMutex(n), fairrw.Read)
+	} else {
+		unlock(t, granted(t, c.RWMutex(n), fairrw.Read))
+	}
+}
+
+// orders are the orders in which three holds can be released.
+var orders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+
+// FurtherHoldsEach: an owner holds the lock three times, each hold with its
+// own lease: the first WithLease(long), a further one WithLease(short) and
+// a further one renewed by the watchdog (on a Client whose lease time is
+// short). As writes, as reads, and as a write with two downgrade reads,
+// released in every order: while a hold other than the short one is live,
+// other owners are kept out (checked after any short lease would have run
+// out) and the live holds stay alive; the short hold, once run out, is
+// ErrNotHeld and counts no more; and as soon as the last live hold is
+// unlocked, another owner's TryLock is granted at once.
+func FurtherHoldsEach(t *testing.T, env Env) {
+	c := env.client(t, fairrw.WithLeaseTime(furtherShort))
+	for _, kind := range []struct {
+		name  string
+		modes [3]fairrw.Mode
+	}{
+		{"write", [3]fairrw.Mode{fairrw.Write, fairrw.Write, fairrw.Write}},
+		{"read", [3]fairrw.Mode{fairrw.Read, fairrw.Read, fairrw.Read}},
+		{"downgrade", [3]fairrw.Mode{fairrw.Write, fairrw.Read, fairrw.Read}},
+	} {
+		for _, order := range orders {
+			n := fmt.Sprintf("%s:%s:%d%d%d", name(t), kind.name, order[0], order[1], order[2])
+			first := lock(t, c.RWMutex(n), kind.modes[0], fairrw.WithLease(furtherLong))
+			releaseEach(t, first, kind.modes[1], kind.modes[2], order,
+				func(write bool) { keptOut(t, c, n, write) },
+				func() *fairrw.Lease { return granted(t, c.RWMutex(n), fairrw.Write) })
+			EventuallyNoKeys(t, env, n)
+		}
+	}
+}
+
+// releaseEach takes two further holds from first (of modes m1 with a short
+// lease and m2 with the watchdog's) and releases the three in order (indices
+// 0 first, 1 short, 2 watchdog), checking after each release that the holds
+// still live keep others out (keepOut, told whether a write is among them)
+// and, once none is, that another owner is granted at once (grant, whose
+// lease it unlocks).
+func releaseEach(t *testing.T, first *fairrw.Lease, m1, m2 fairrw.Mode, order [3]int, keepOut func(write bool), grant func() *fairrw.Lease) {
+	t.Helper()
+	holds := []*fairrw.Lease{first, hold(t, first, m1, fairrw.WithLease(furtherShort)), hold(t, first, m2)}
+	keepOut(anyWrite(holds))
+	for i, idx := range order {
+		l := holds[idx]
+		if err := l.Unlock(ctx(t)); err != nil {
+			// Only the short hold may have run out by now.
+			if idx != 1 || !errors.Is(err, fairrw.ErrNotHeld) || !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
+				t.Fatalf("order %v: Unlock of hold %d (%s): %v", order, idx, l.Mode(), err)
+			}
+		}
+		var live []*fairrw.Lease
+		for _, j := range order[i+1:] {
+			if j != 1 {
+				live = append(live, holds[j])
+			}
+		}
+		if len(live) > 0 {
+			time.Sleep(2 * furtherShort) // a lease cut to the short one would run out
+			for _, l := range live {
+				alive(t, l)
+			}
+			keepOut(anyWrite(live))
+			continue
+		}
+		// The last live hold is gone: the lock is free at once.
+		next := grant()
+		for _, j := range order[i+1:] { // the short hold, run out by now
+			if err := holds[j].Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+				t.Fatalf("order %v: Unlock of the run-out short hold: %v, want ErrNotHeld", order, err)
+			}
+		}
+		alive(t, next)
+		keepOut(true)
+		unlock(t, next)
+		return
+	}
+}
+
+func anyWrite(leases []*fairrw.Lease) bool {
+	for _, l := range leases {
+		if l.Mode() == fairrw.Write {
+			return true
+		}
+	}
+	return false
+}

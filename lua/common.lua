@@ -1,0 +1,93 @@
+-- Helpers that every fairrw acquire and release script opens with (see
+-- lua.Compose): the server's clock, the staleness rule and fencing tokens.
+--
+-- KEYS[1] and ARGV[1] are the including script's: this file reads neither,
+-- only the keys and values its callers pass to its functions.
+--
+-- Returns: nothing itself; it defines clock(), now_ms(), stale(), last_token(),
+-- mint(), and the releases' answered(), reply() and answer().
+--
+-- answered(latch, marker, abandon, markerpx, stamp, window), every
+-- release's opening, takes its unlock latch
+-- "redisson_unlock_latch:{N}:<request id>", the owner's give-up marker, "1"
+-- when the owner is being given up (its marker is then set for markerpx ms,
+-- so that no late copy of its attempts takes anything), and the release's
+-- stamp and window. Returns the first answer when the request is a retry
+-- (-1 stands for nil), -1 when it is stale, and nil otherwise (the script
+-- goes on). A give-up is never stale. reply(v) turns such an answer into
+-- the script's reply (nil for -1); answer(latch, result, px) stores a
+-- release's answer in its latch for a retry and returns its reply.
+--
+-- Invariant: tokens minted for one name strictly increase (see mint), a
+-- command older than its window changes nothing (see stale), and a retried
+-- release never applies twice (see answered).
+--
+-- stale(stamp, window): whether a command sent at stamp (ms on the
+-- client's wall clock) reaches Redis after window ms. Its sender retries
+-- it for a shorter time, and keeps trying to give its owner up for longer
+-- (fairrw/abandon.go), so a copy this late has no one waiting for it: an
+-- acquire must take nothing and a release must change nothing. This is
+-- what makes a retry idempotent for as long as it can be sent, however
+-- long Redis was paused or a connection stalled: no latch has to outlive
+-- it. It assumes the client's and Redis's clocks differ by less than the
+-- margin the window leaves (fairrw's unlock timeout).
+--
+-- mint(F): a new fencing token: the server's clock in microseconds, or one
+-- more than the last token if that is higher, kept at F for a second.
+-- Tokens of one name strictly increase while F lives; once it expired the
+-- clock has passed every earlier token (a token runs ahead of the clock by
+-- one per grant made within one microsecond, and a second is a million of
+-- them). No key outlives the lock by more than that second.
+local function clock()
+  local t = redis.call('time')
+  return tonumber(t[1]), tonumber(t[2])
+end
+
+local function now_ms()
+  local s, us = clock()
+  return s * 1000 + math.floor(us / 1000)
+end
+
+local function stale(stamp, window)
+  return now_ms() > tonumber(stamp) + tonumber(window)
+end
+
+local function last_token(F)
+  return tonumber(redis.call('get', F)) or 0
+end
+
+local function mint(F)
+  local s, us = clock()
+  local token = math.max(last_token(F) + 1, s * 1000000 + us)
+  redis.call('set', F, string.format('%.0f', token), 'px', 1000)
+  return token
+end
+
+local function answered(latch, marker, abandon, markerpx, stamp, window)
+  local v = redis.call('get', latch)
+  if v ~= false then
+    return tonumber(v)
+  end
+  -- A give-up is never stale: it only removes, and its owner is never used
+  -- again, so it is right whenever it runs; a hold or queue entry written
+  -- before Redis paused needs it after.
+  if abandon ~= '1' and stale(stamp, window) then
+    return -1
+  end
+  if abandon == '1' then
+    redis.call('set', marker, 1, 'px', markerpx)
+  end
+  return nil
+end
+
+local function reply(result)
+  if result == -1 then
+    return nil
+  end
+  return result
+end
+
+local function answer(latch, result, px)
+  redis.call('set', latch, result, 'px', px)
+  return reply(result)
+end
