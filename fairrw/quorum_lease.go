@@ -63,10 +63,12 @@ func (l *QuorumLease) Mode() Mode { return l.mode }
 // use it).
 func (l *QuorumLease) Token() uint64 { return l.token }
 
-// WokenBy names what woke the acquire for the round that granted the lease,
-// as Lease.WokenBy: "pubsub" or "invalidation" (a release on some node),
-// "timer" (the retry bound ran out), "" when it was granted without
-// sleeping (at once, or right after a split round's random pause).
+// WokenBy names what ended the acquire's last sleep before the round that
+// granted the lease, as Lease.WokenBy: "pubsub" or "invalidation" (a release
+// on some node), "timer" (the retry bound ran out), "" when it was granted
+// without sleeping. A split round's random pause is not a sleep: a release
+// seen on one node while the others still held can split a round, and the
+// grant after the pause is still that release's doing.
 func (l *QuorumLease) WokenBy() string { return l.woken.String() }
 
 // Done returns a channel closed when the lease ends: unlocked or lost.

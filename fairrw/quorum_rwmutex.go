@@ -138,7 +138,6 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 			if err := w.pause(ctx, delay); err != nil {
 				return nil, m.waitError(err)
 			}
-			woken = wakeNone
 			continue
 		}
 		splits = 0
