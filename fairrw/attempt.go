@@ -11,6 +11,9 @@ import (
 type attemptResult struct {
 	reply acquireReply
 	sent  time.Time // when the attempt was first sent: a grant's lease starts no earlier
+	// cover, when set, is how long from sent the grant is held at least
+	// (a grant made on the owner's behalf); otherwise the lease asked for.
+	cover time.Duration
 	woken wakeSource
 }
 
@@ -147,6 +150,9 @@ func (m *RWMutex) release(ctx context.Context, o *owner, mode Mode, st ownerStat
 		markerTTL: m.c.giveUpWindow(),
 		queue:     m.c.leaseTime,
 		publish:   m.c.publish,
+		// A writer this release granted the lock to may wait in this
+		// Client: the reply wakes it before the message would.
+		granted: func(grantee string, token uint64) { m.c.waits.deliver(&m.keys, grantee, token) },
 	}
 	backoff := minRetryBackoff
 	reached := false
@@ -159,6 +165,7 @@ func (m *RWMutex) release(ctx context.Context, o *owner, mode Mode, st ownerStat
 			return res, nil
 		}
 		reached = reached || !unsent(err)
+		req.retry = req.retry || !unsent(err)
 		if definite(err) || (unreachableFails && !reached) {
 			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
 		}

@@ -73,6 +73,9 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		deadline:    got.sent.Add(cfg.lease),
 		granted:     time.Now(),
 	}
+	if got.cover > 0 {
+		l.deadline = got.sent.Add(got.cover)
+	}
 	o.leases = append(o.leases, l)
 	m.tel.held(mode, 1)
 	l.mu.Lock()

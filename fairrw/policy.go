@@ -44,6 +44,8 @@ type policyImpl interface {
 	// try again: their sleep is then bounded by a third of the lease, and a
 	// waiter that gives up withdraws its entry.
 	queued() bool
+	// signal decodes a message on the lock's channel: whom it lets in.
+	signal(msg string) wakeSignal
 }
 
 // lockKeys are the names a policy derives from a lock name, once per handle.
@@ -78,6 +80,10 @@ type acquireRequest struct {
 
 type acquireReply struct {
 	granted bool
+	// refused: the script refused the attempt (and refreshed its queue
+	// entry, under a fair policy, if it waits): a grant made on its behalf
+	// later cannot precede the attempt's send.
+	refused bool
 	// void: the attempt took nothing and never will: it reached Redis too
 	// late, or its owner had been given up.
 	void bool
@@ -128,6 +134,12 @@ type releaseRequest struct {
 	markerTTL time.Duration
 	queue     time.Duration
 	publish   string
+	// retry: the request was sent before (its reply was lost), so the
+	// script looks for the first answer in the latch.
+	retry bool
+	// granted is told the writer a release granted the lock to, if any,
+	// with its fencing token (grant on release: see lua/fair_lib.lua).
+	granted func(owner string, token uint64)
 }
 
 // writeArgs renders the owner's writes as the release scripts take them:
@@ -189,7 +201,7 @@ func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
 	case -2:
 		return acquireReply{gone: true}, nil
 	default:
-		return acquireReply{wait: time.Duration(value) * time.Millisecond}, nil
+		return acquireReply{refused: true, wait: time.Duration(value) * time.Millisecond}, nil
 	}
 }
 

@@ -2,7 +2,10 @@ package fairrw
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -83,8 +86,51 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 	keys = append(keys, compat.UnlockLatch(k.name, r.request))
 	args = append(args, millis(r.latchTTL), boolArg(r.abandon), millis(r.markerTTL))
 	args = append(args, r.state.writeArgs()...)
-	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()))
-	return parseRelease(fairUnlock.Exec(ctx, rdb, keys, args))
+	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()), boolArg(r.retry))
+	values, err := fairUnlock.Exec(ctx, rdb, keys, args).ToArray()
+	if err != nil {
+		return releaseNotHeld, redisError(err)
+	}
+	if len(values) != 3 {
+		return releaseNotHeld, fmt.Errorf("fairrw: unexpected unlock reply of %d values", len(values))
+	}
+	n, err1 := values[0].AsInt64()
+	grantee, err2 := values[1].ToString()
+	token, err3 := values[2].AsInt64()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return releaseNotHeld, fmt.Errorf("fairrw: unexpected unlock reply: %w", err)
+	}
+	if grantee != "" && r.granted != nil {
+		r.granted(grantee, uint64(token))
+	}
+	switch {
+	case n < 0:
+		return releaseNotHeld, nil
+	case n == 0:
+		return releaseStillHeld, nil
+	default:
+		return releaseFreed, nil
+	}
+}
+
+// signal decodes the fair policies' messages (lua/fair_lib.lua): "r" lets
+// every reader in, and a writer that keeps no place in the queue (a
+// quorum's: a queued one would have been granted instead);
+// "g:<token>:<owner>" tells owner it was granted the write.
+func (fairPolicy) signal(msg string) wakeSignal {
+	if msg == "r" {
+		return wakeSignal{readers: true, writer: writerUnqueued}
+	}
+	rest, ok := strings.CutPrefix(msg, "g:")
+	if !ok {
+		return wakeSignal{}
+	}
+	t, owner, ok := strings.Cut(rest, ":")
+	token, err := strconv.ParseUint(t, 10, 64)
+	if !ok || err != nil {
+		return wakeSignal{}
+	}
+	return wakeSignal{writer: writerNamed, owner: owner, granted: true, token: token}
 }
 
 func (p fairPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {

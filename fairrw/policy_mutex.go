@@ -76,3 +76,13 @@ func (mutexPolicy) queued() bool { return false }
 func (mutexPolicy) unlockLatch(k *lockKeys, request string) string {
 	return compat.UnlockLatch(k.name, request)
 }
+
+// signal decodes Java's messages: "1" (a writer left, or a write was
+// downgraded) can let every reader in and one writer; "0" (the last reader
+// left, or a lock was freed) one waiter of either mode.
+func (mutexPolicy) signal(msg string) wakeSignal {
+	if msg == compat.ReadUnlockMessage {
+		return wakeSignal{readers: true, writer: writerOne}
+	}
+	return wakeSignal{writer: writerOrAnyMode}
+}

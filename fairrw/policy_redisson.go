@@ -115,3 +115,13 @@ func boolArg(b bool) string {
 	}
 	return "0"
 }
+
+// signal decodes Java's messages: "1" (a writer left, or a write was
+// downgraded) can let every reader in and one writer; "0" (the last reader
+// left, or a lock was freed) one waiter of either mode.
+func (redissonPolicy) signal(msg string) wakeSignal {
+	if msg == compat.ReadUnlockMessage {
+		return wakeSignal{readers: true, writer: writerOne}
+	}
+	return wakeSignal{writer: writerOrAnyMode}
+}

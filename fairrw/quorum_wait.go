@@ -19,7 +19,7 @@ type quorumWait struct {
 func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
 	w := &quorumWait{}
 	for _, h := range m.nodes {
-		x := h.c.waits.join(&h.keys, mode, "")
+		x := h.c.waits.join(&h.keys, h.policy, mode, "")
 		h.c.waits.mu.Lock()
 		x.unqueued = true // see onMessage
 		h.c.waits.mu.Unlock()

@@ -112,6 +112,19 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	}
 	defer m.c.leave()
 	o := m.newOwner()
+	// A Lock that may queue joins the lock's waiters before its first
+	// attempt when this Client already listens to the lock's channel: a
+	// release that grants it the lock meanwhile is then not missed, and a
+	// refused attempt goes straight to sleep.
+	var early *waiter
+	if wait && m.policy.queued() {
+		early = m.c.waits.joinListening(&m.keys, m.policy, mode, o.id)
+	}
+	defer func() {
+		if early != nil {
+			m.c.waits.leave(early)
+		}
+	}()
 	*attempts++
 	got, err := m.attempt(ctx, o, mode, cfg, 0, wait, false)
 	if wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
@@ -120,6 +133,9 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		if errors.Is(err, errOutlasted) {
 			m.abandon(ctx, o, mode)
 			o = m.newOwner()
+			if early != nil {
+				m.c.waits.rename(early, o.id)
+			}
 		}
 		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
 	}
@@ -130,7 +146,9 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		}
 		return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: got.reply.wait}
 	case err == nil && !got.reply.granted:
-		o, got, err = m.wait(ctx, o, mode, cfg, got.reply.wait, attempts)
+		w := early
+		early = nil // wait leaves it
+		o, got, err = m.wait(ctx, o, mode, cfg, got, w, attempts)
 	}
 	if err != nil {
 		if o.unsure || o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
@@ -171,20 +189,48 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 // wait blocks until a grant, ctx's end or Close. It joins the lock's wait
 // group first (so no wake-up is lost between a failed attempt and the wait),
 // waits for its subscription, then retries on every wake-up, and in any case
-// no later than the PTTL that the last failed attempt returned. An attempt
-// that got no answer is tried again as the same owner (a copy of it that
-// still takes the lock is then found by the next attempt); a grant that
-// came too late is given up, and the wait goes on as a new owner. It
-// returns the owner it ended with.
-func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, bound time.Duration, attempts *int) (*owner, attemptResult, error) {
-	w := m.c.waits.join(&m.keys, mode, o.id)
+// no later than the PTTL that the last failed attempt returned. A release
+// that grants the owner the lock (grant on release, see lua/fair_lib.lua)
+// ends the wait without another attempt. An attempt that got no answer is
+// tried again as the same owner (a copy of it that still takes the lock is
+// then found by the next attempt); a grant that came too late is given up,
+// and the wait goes on as a new owner. It returns the owner it ended with.
+func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, first attemptResult, w *waiter, attempts *int) (*owner, attemptResult, error) {
+	// joined: the waiter listened before the first attempt was sent, so
+	// no release since is missed and the wait starts with a sleep.
+	joined := w != nil && first.reply.refused
+	if w == nil {
+		w = m.c.waits.join(&m.keys, m.policy, mode, o.id)
+	}
 	defer m.c.waits.leave(w)
 	m.tel.waiting(mode, 1)
 	defer m.tel.waiting(mode, -1)
-	if err := w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
+	// refused is when the last attempt that Redis refused was sent: a grant
+	// made on the owner's behalf comes after it, and lasts at least until
+	// then plus its queue entry's lease (zero: no such attempt yet).
+	var refused time.Time
+	if first.reply.refused {
+		refused = first.sent
+	}
+	if err := w.awaitSubscription(ctx, m.retryBound(first.reply.wait)); err != nil {
 		return o, attemptResult{}, m.waitError(err)
 	}
+	if joined {
+		if err := w.sleep(ctx, m.retryBound(first.reply.wait)); err != nil {
+			return o, attemptResult{}, m.waitError(err)
+		}
+	}
 	for {
+		if got, ok := m.grantedBy(w, refused, cfg); ok {
+			if time.Now().Before(got.sent.Add(got.cover)) {
+				return o, got, nil
+			}
+			// The grant's lease ran out before it was seen: give it back.
+			m.abandon(ctx, o, mode)
+			o = m.newOwner()
+			m.c.waits.rename(w, o.id)
+			refused = time.Time{}
+		}
 		*attempts++
 		got, err := m.attempt(ctx, o, mode, cfg, 0, true, true)
 		switch {
@@ -192,6 +238,7 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 			m.abandon(ctx, o, mode)
 			o = m.newOwner()
 			m.c.waits.rename(w, o.id)
+			refused = time.Time{}
 			got.reply.wait = time.Millisecond
 		case errors.Is(err, errNoAnswer):
 			got.reply.wait = minRetryBackoff
@@ -201,11 +248,34 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 			got.woken = w.source
 			m.c.waits.granted(w)
 			return o, got, nil
+		case got.reply.refused:
+			refused = got.sent
 		}
 		if err := w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
 			return o, attemptResult{}, m.waitError(err)
 		}
 	}
+}
+
+// grantedBy returns the grant a release made to the waiter's owner, if
+// one was delivered and a refused attempt tells when it began at the
+// earliest. The hold lasts until its queue entry's deadline or its lease,
+// whichever is first, counted from that attempt's send: its local
+// deadline never passes the one Redis keeps. Without such an attempt the
+// next attempt takes the grant up instead.
+func (m *RWMutex) grantedBy(w *waiter, refused time.Time, cfg acquireConfig) (attemptResult, bool) {
+	token, by, ok := w.takeGrant()
+	if !ok || refused.IsZero() || cfg.lease > m.c.leaseTime {
+		// A lease longer than the queue entry's: the next attempt takes
+		// the grant up, extending it to the whole lease.
+		return attemptResult{}, false
+	}
+	return attemptResult{
+		reply: acquireReply{granted: true, token: token},
+		sent:  refused,
+		cover: min(cfg.lease, m.c.leaseTime),
+		woken: by,
+	}, true
 }
 
 func (m *RWMutex) waitError(err error) error {

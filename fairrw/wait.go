@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +20,8 @@ const (
 	wakeTimer                   // the PTTL that the failed attempt returned ran out
 	wakeResubscribe             // the subscription was re-made: messages may be lost
 	wakeHandover                // a waiter that left, or a reader that entered, passed it on
+	wakeGrant                   // a release granted it the lock, and its message said so
+	wakeReply                   // a release in this Client granted it the lock, and its reply said so
 )
 
 // waitRegistry keeps, per lock name, the waiters of this Client and the one
@@ -44,6 +45,7 @@ type waitRegistry struct {
 type waitGroup struct {
 	registry  *waitRegistry
 	keys      *lockKeys
+	policy    policyImpl // decodes the channel's messages
 	waiters   []*waiter // FIFO
 	ready     chan struct{}
 	confirmed bool
@@ -61,6 +63,11 @@ type waiter struct {
 	unqueued bool
 	source   wakeSource // what woke it last
 	closing  <-chan struct{}
+	// granted: a release granted the waiter's owner the write, with token
+	// (guarded by waitRegistry.mu); see takeGrant.
+	granted bool
+	token   uint64
+	grantBy wakeSource
 }
 
 func newWaitRegistry(c *Client) *waitRegistry {
@@ -69,13 +76,17 @@ func newWaitRegistry(c *Client) *waitRegistry {
 
 // join adds a waiter to the lock's group, starting the group's subscription
 // if it is the first. The waiter counts as busy: it is about to retry.
-func (r *waitRegistry) join(k *lockKeys, mode Mode, owner string) *waiter {
+func (r *waitRegistry) join(k *lockKeys, p policyImpl, mode Mode, owner string) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.joinLocked(k, p, mode, owner)
+}
+
+func (r *waitRegistry) joinLocked(k *lockKeys, p policyImpl, mode Mode, owner string) *waiter {
 	g := r.groups[k.channel]
 	if g == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		g = &waitGroup{registry: r, keys: k, ready: make(chan struct{}), cancel: cancel}
+		g = &waitGroup{registry: r, keys: k, policy: p, ready: make(chan struct{}), cancel: cancel}
 		r.groups[k.channel] = g
 		if k.tracked != "" {
 			r.byTracked[k.tracked] = g
@@ -86,6 +97,20 @@ func (r *waitRegistry) join(k *lockKeys, mode Mode, owner string) *waiter {
 	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
 	g.waiters = append(g.waiters, w)
 	return w
+}
+
+// joinListening adds a waiter as join does, but only when the lock's group
+// exists and its subscription is confirmed (nil otherwise): a waiter that
+// joins before its first attempt then misses no message, and a Lock that
+// nobody in this Client waits on does not subscribe for an attempt that
+// is likely granted.
+func (r *waitRegistry) joinListening(k *lockKeys, p policyImpl, mode Mode, owner string) *waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g := r.groups[k.channel]; g == nil || !g.confirmed {
+		return nil
+	}
+	return r.joinLocked(k, p, mode, owner)
 }
 
 // leave removes a waiter. A wake-up it received but did not use is passed on,
@@ -117,6 +142,7 @@ func (r *waitRegistry) rename(w *waiter, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w.owner = owner
+	w.granted = false // a grant to the owner it leaves is not its own
 }
 
 // granted is called when a waiter got the lock: a reader passes the turn to
@@ -171,38 +197,67 @@ func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
 	}
 }
 
-// onMessage handles a message on a lock's channel. Redisson's "1" (a writer
-// left) can admit every reader and one writer; its "0" (the last reader
-// left) one waiter. The fair policies name who may enter: "r" every reader,
-// "w:<owner>" the writer at the head of the queue (if it waits here).
+// onMessage handles a message on a lock's channel: the lock's policy says
+// whom it lets in (policyImpl.signal).
 func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
+	sig := g.policy.signal(msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch {
-	case msg == compat.ReadUnlockMessage:
-		r.wakeReadersLocked(g, wakePubSub)
-		r.wakeOneLocked(g, wakePubSub, Write)
-	case msg == "r":
-		// Every reader may enter; so may a writer, if none is queued
-		// (else the release would have named it): only an unqueued one
-		// can be waiting for that.
-		r.wakeReadersLocked(g, wakePubSub)
+	r.applyLocked(g, sig, wakePubSub)
+}
+
+// deliver tells the waiter of owner on lock k, if it waits in this Client,
+// that a release granted it the lock with token: the releasing Unlock's
+// reply, which arrives before the release's message.
+func (r *waitRegistry) deliver(k *lockKeys, owner string, token uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g := r.groups[k.channel]; g != nil {
+		r.applyLocked(g, wakeSignal{writer: writerNamed, owner: owner, granted: true, token: token}, wakeReply)
+	}
+}
+
+// applyLocked wakes the waiters sig lets in.
+func (r *waitRegistry) applyLocked(g *waitGroup, sig wakeSignal, src wakeSource) {
+	if sig.readers {
+		r.wakeReadersLocked(g, src)
+	}
+	switch sig.writer {
+	case writerOne:
+		r.wakeOneLocked(g, src, Write)
+	case writerOrAnyMode:
+		r.wakeOneLocked(g, src, 0)
+	case writerUnqueued:
 		for _, w := range g.waiters {
 			if w.mode == Write && w.unqueued {
-				r.signalLocked(w, wakePubSub)
+				r.signalLocked(w, src)
 				break
 			}
 		}
-	case strings.HasPrefix(msg, "w:"):
-		owner := msg[2:]
+	case writerNamed:
 		for _, w := range g.waiters {
-			if w.mode == Write && w.owner == owner {
-				r.signalLocked(w, wakePubSub)
+			if w.mode != Write || w.owner != sig.owner {
+				continue
 			}
+			if sig.granted && !w.granted {
+				w.granted, w.token = true, sig.token
+				w.grantBy = wakeGrant
+				if src == wakeReply {
+					w.grantBy = wakeReply
+				}
+			}
+			r.signalLocked(w, w.grantBy)
 		}
-	default:
-		r.wakeOneLocked(g, wakePubSub, 0)
 	}
+}
+
+// takeGrant returns the grant a release made to the waiter's owner, if one
+// was delivered.
+func (w *waiter) takeGrant() (token uint64, by wakeSource, ok bool) {
+	r := w.registry()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return w.token, w.grantBy, w.granted
 }
 
 func (r *waitRegistry) wakeReadersLocked(g *waitGroup, src wakeSource) {
@@ -371,6 +426,10 @@ func (s wakeSource) String() string {
 		return "resubscribe"
 	case wakeHandover:
 		return "handover"
+	case wakeGrant:
+		return "grant"
+	case wakeReply:
+		return "reply"
 	default:
 		return ""
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // A waitGroup built by hand: the wake-up rules need no Redis.
-func testGroup(modes ...Mode) (*waitRegistry, *waitGroup, []*waiter) {
+func testGroup(p Policy, modes ...Mode) (*waitRegistry, *waitGroup, []*waiter) {
 	r := &waitRegistry{c: &Client{closing: make(chan struct{})}, groups: map[string]*waitGroup{}, byTracked: map[string]*waitGroup{}}
-	g := &waitGroup{registry: r, keys: &lockKeys{name: "n", channel: "ch", tracked: "n"}, ready: make(chan struct{}), cancel: func() {}}
+	g := &waitGroup{registry: r, keys: &lockKeys{name: "n", channel: "ch", tracked: "n"}, policy: p.impl(), ready: make(chan struct{}), cancel: func() {}}
 	r.groups["ch"] = g
 	r.byTracked["n"] = g
 	var ws []*waiter
@@ -48,17 +48,17 @@ func wantWoken(t *testing.T, ws []*waiter, want ...bool) {
 
 func TestWakeRules(t *testing.T) {
 	t.Run("a write release wakes every reader and one writer", func(t *testing.T) {
-		r, g, ws := testGroup(Write, Read, Write, Read)
+		r, g, ws := testGroup(Redisson(), Write, Read, Write, Read)
 		r.onMessage(g, "1")
 		wantWoken(t, ws, true, true, false, true)
 	})
 	t.Run("a read release wakes the longest waiter", func(t *testing.T) {
-		r, g, ws := testGroup(Write, Read, Write)
+		r, g, ws := testGroup(Redisson(), Write, Read, Write)
 		r.onMessage(g, "0")
 		wantWoken(t, ws, true, false, false)
 	})
 	t.Run("a waiter already retrying absorbs the wake-up", func(t *testing.T) {
-		r, g, ws := testGroup(Write, Write, Write)
+		r, g, ws := testGroup(Redisson(), Write, Write, Write)
 		ws[1].busy = true
 		r.onMessage(g, "0")
 		wantWoken(t, ws, false, true, false)
@@ -66,31 +66,31 @@ func TestWakeRules(t *testing.T) {
 	t.Run("an invalidation of the lock key wakes every reader and one writer", func(t *testing.T) {
 		// A downgrade publishes nothing: its invalidation must reach the
 		// readers, not just the first waiter (a writer that then fails).
-		r, _, ws := testGroup(Write, Read, Write, Read)
+		r, _, ws := testGroup(Redisson(), Write, Read, Write, Read)
 		r.onInvalidations([]rueidis.RedisMessage{stringMessage(t, "n")})
 		wantWoken(t, ws, true, true, false, true)
 		r.onInvalidations([]rueidis.RedisMessage{stringMessage(t, "another key")})
 		wantWoken(t, ws, false, false, false, false)
 	})
 	t.Run("an empty invalidation wakes none; nil wakes all", func(t *testing.T) {
-		r, _, ws := testGroup(Write, Write)
+		r, _, ws := testGroup(Redisson(), Write, Write)
 		r.onInvalidations([]rueidis.RedisMessage{})
 		wantWoken(t, ws, false, false)
 		r.onInvalidations(nil)
 		wantWoken(t, ws, true, true)
 	})
 	t.Run("a reader that enters hands over to the next idle reader", func(t *testing.T) {
-		r, _, ws := testGroup(Read, Write, Read, Read)
+		r, _, ws := testGroup(Redisson(), Read, Write, Read, Read)
 		r.granted(ws[0])
 		wantWoken(t, ws, false, false, true, false)
 	})
 	t.Run("a writer that enters hands over nothing", func(t *testing.T) {
-		r, _, ws := testGroup(Write, Read)
+		r, _, ws := testGroup(Redisson(), Write, Read)
 		r.granted(ws[0])
 		wantWoken(t, ws, false, false)
 	})
 	t.Run("a waiter that leaves passes on an unused wake-up", func(t *testing.T) {
-		r, g, ws := testGroup(Write, Write)
+		r, g, ws := testGroup(Redisson(), Write, Write)
 		r.onMessage(g, "0")
 		r.leave(ws[0])
 		wantWoken(t, ws, false, true)
@@ -98,21 +98,52 @@ func TestWakeRules(t *testing.T) {
 			t.Fatalf("%d waiters left", len(g.waiters))
 		}
 	})
-	t.Run("a fair release names the head writer: only it wakes", func(t *testing.T) {
-		r, g, ws := testGroup(Write, Read, Write)
+	t.Run("a fair release that grants names the writer: only it wakes, holding", func(t *testing.T) {
+		r, g, ws := testGroup(WriterPreferring(), Write, Read, Write)
 		ws[2].owner = "c:7"
-		r.onMessage(g, "w:c:7")
+		r.onMessage(g, "g:1234:c:7")
 		wantWoken(t, ws, false, false, true)
-		r.onMessage(g, "w:elsewhere:1")
+		if token, by, ok := ws[2].takeGrant(); !ok || token != 1234 || by != wakeGrant {
+			t.Fatalf("takeGrant = %d, %v, %v; want 1234, grant, true", token, by, ok)
+		}
+		if _, _, ok := ws[0].takeGrant(); ok {
+			t.Fatal("a writer not named was granted")
+		}
+		r.onMessage(g, "g:99:elsewhere:1")
 		wantWoken(t, ws, false, false, false)
 	})
-	t.Run("a fair release admitting readers wakes every reader, no writer", func(t *testing.T) {
-		r, g, ws := testGroup(Read, Write, Read)
+	t.Run("a release reply in this Client grants before the message", func(t *testing.T) {
+		r, g, ws := testGroup(PhaseFair(), Write, Write)
+		ws[1].owner = "c:8"
+		r.deliver(g.keys, "c:8", 77)
+		wantWoken(t, ws, false, true)
+		if token, by, ok := ws[1].takeGrant(); !ok || token != 77 || by != wakeReply {
+			t.Fatalf("takeGrant = %d, %v, %v; want 77, reply, true", token, by, ok)
+		}
+		r.onMessage(g, "g:77:c:8") // the message that follows changes nothing
+		if token, by, _ := ws[1].takeGrant(); token != 77 || by != wakeReply {
+			t.Fatalf("after the message: %d, %v", token, by)
+		}
+		r.rename(ws[1], "c:9")
+		if _, _, ok := ws[1].takeGrant(); ok {
+			t.Fatal("a grant survived its waiter's change of owner")
+		}
+	})
+	t.Run("malformed fair messages wake no one", func(t *testing.T) {
+		r, g, ws := testGroup(WriterPreferring(), Write, Read)
+		for _, msg := range []string{"g:", "g:x:c:1", "g:12", "w:c:1", "0", "1", ""} {
+			r.onMessage(g, msg)
+		}
+		wantWoken(t, ws, false, false)
+	})
+	t.Run("a fair release admitting readers wakes every reader, no queued writer", func(t *testing.T) {
+		r, g, ws := testGroup(WriterPreferring(), Read, Write, Read, Write)
+		ws[3].unqueued = true
 		r.onMessage(g, "r")
-		wantWoken(t, ws, true, false, true)
+		wantWoken(t, ws, true, false, true, true)
 	})
 	t.Run("the last waiter out ends the group", func(t *testing.T) {
-		r, _, ws := testGroup(Read)
+		r, _, ws := testGroup(Redisson(), Read)
 		r.leave(ws[0])
 		if len(r.groups) != 0 {
 			t.Fatal("group kept after its last waiter left")

@@ -7,12 +7,13 @@
 -- Returns: nothing itself; it defines clock(), now_ms(), stale(), last_token(),
 -- mint(), and the releases' answered(), reply() and answer().
 --
--- answered(latch, marker, abandon, markerpx, stamp, window), every
+-- answered(latch, marker, abandon, markerpx, stamp, window, first), every
 -- release's opening, takes its unlock latch
 -- "redisson_unlock_latch:{N}:<request id>", the owner's give-up marker, "1"
 -- when the owner is being given up (its marker is then set for markerpx ms,
 -- so that no late copy of its attempts takes anything), and the release's
--- stamp and window. Returns the first answer when the request is a retry
+-- stamp and window; first is true when the caller knows this is the
+-- request's first send (no latch to look up). Returns the first answer when the request is a retry
 -- (-1 stands for nil), -1 when it is stale, and nil otherwise (the script
 -- goes on). A give-up is never stale. reply(v) turns such an answer into
 -- the script's reply (nil for -1); answer(latch, result, px) stores a
@@ -32,15 +33,22 @@
 -- it. It assumes the client's and Redis's clocks differ by less than the
 -- margin the window leaves (fairrw's unlock timeout).
 --
--- mint(F): a new fencing token: the server's clock in microseconds, or one
--- more than the last token if that is higher, kept at F for a second.
+-- mint(F, last): a new fencing token: the server's clock in microseconds,
+-- or one more than the last token if that is higher, kept at F for a
+-- second. last, when given, is the last token as the caller read it (the
+-- writer it replaces holds it), which spares reading F.
 -- Tokens of one name strictly increase while F lives; once it expired the
 -- clock has passed every earlier token (a token runs ahead of the clock by
 -- one per grant made within one microsecond, and a second is a million of
 -- them). No key outlives the lock by more than that second.
+local clock_s, clock_us
 local function clock()
-  local t = redis.call('time')
-  return tonumber(t[1]), tonumber(t[2])
+  -- One TIME per script: every helper reads the same instant.
+  if not clock_s then
+    local t = redis.call('time')
+    clock_s, clock_us = tonumber(t[1]), tonumber(t[2])
+  end
+  return clock_s, clock_us
 end
 
 local function now_ms()
@@ -56,17 +64,19 @@ local function last_token(F)
   return tonumber(redis.call('get', F)) or 0
 end
 
-local function mint(F)
+local function mint(F, last)
   local s, us = clock()
-  local token = math.max(last_token(F) + 1, s * 1000000 + us)
+  local token = math.max((tonumber(last) or last_token(F)) + 1, s * 1000000 + us)
   redis.call('set', F, string.format('%.0f', token), 'px', 1000)
   return token
 end
 
-local function answered(latch, marker, abandon, markerpx, stamp, window)
-  local v = redis.call('get', latch)
-  if v ~= false then
-    return tonumber(v)
+local function answered(latch, marker, abandon, markerpx, stamp, window, first)
+  if not first then -- a first send has no earlier answer to find
+    local v = redis.call('get', latch)
+    if v ~= false then
+      return tonumber(v)
+    end
   end
   -- A give-up is never stale: it only removes, and its owner is never used
   -- again, so it is right whenever it runs; a hold or queue entry written

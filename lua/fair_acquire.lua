@@ -17,97 +17,123 @@
 -- admitted when the last write ended). The write is granted to the head of
 -- the FIFO queue once no one else holds; write grants mint a new fencing
 -- token. A retry never counts twice: a first hold that finds its owner
--- holding is a retry of a granted attempt and only renews; a further hold
--- sets the count rather than adding to it.
-if stale(ARGV[6], ARGV[7]) or redis.call('exists', M) == 1 then -- common.lua
+-- holding is a retry of a granted attempt (or a grant made on its behalf)
+-- and takes it up, renewing it to its full lease; a further hold sets the
+-- count rather than adding to it. A queued writer that finds the lock free
+-- with another writer at the head grants that one on its behalf.
+if stale(ARGV[6], ARGV[7]) then -- common.lua
   return {-1, 0}
 end
-local refused, unrecorded = mismatch()
+load()
+local refused, marked = mismatch()
 if refused then
   return refused
 end
--- Nothing is written before purge has read S, R and Q (and W and A under
--- phase-fair): a foreign value in any of them fails the script before it
--- changed anything.
-purge()
+if marked and redis.call('exists', M) == 1 then
+  return {-1, 0}
+end
+settle()
 local queue, further = ARGV[9] == '1', tonumber(ARGV[10])
-local writer = redis.call('hget', S, 'writer')
-local reads = tonumber(redis.call('hget', S, 'r:' .. owner)) or 0
 local granted
 
--- read takes (or renews) a read hold of owner, count holds in all.
-local function read(count)
+-- read takes (or renews) a read hold of owner.
+local function read()
   local deadline = now + lease
   local token = last_token(F) -- before any write
-  redis.call('hset', S, 'r:' .. owner, count)
   redis.call('zadd', R, 'GT', deadline, owner)
+  cover(R, deadline)
   if pf then
     redis.call('zrem', A, owner)
     redis.call('zrem', W, owner)
   end
-  extend(deadline)
+  if not st.policy then -- a new lock: record its policy for a lease
+    hset('seq', 0)
+    cover(S, deadline, true)
+  end
   return token
 end
 
 -- write renews the owner's write hold, count holds in all.
 local function write(count)
-  local token = tonumber(redis.call('hget', S, 'wtoken')) or last_token(F)
-  local deadline = math.max(now + lease, tonumber(redis.call('hget', S, 'wdeadline')))
-  redis.call('hset', S, 'wcount', count, 'wdeadline', deadline)
-  extend(deadline)
+  local token = tonumber(st.wtoken) or last_token(F)
+  local deadline = math.max(now + lease, st.wdeadline)
+  hset('wcount', count, 'wdeadline', deadline)
+  cover(S, deadline)
   return token
 end
 
 if further > 0 then
-  if ARGV[2] == 'r' and (writer == owner or reads > 0) then
-    granted = read(further)
-  elseif ARGV[2] == 'w' and writer == owner then
+  if ARGV[2] == 'r' and (st.writer == owner or read_deadline(owner)) then
+    granted = read()
+  elseif ARGV[2] == 'w' and st.writer == owner then
     granted = write(further)
   else
     return {-2, 0}
   end
 elseif ARGV[2] == 'r' then
-  local admit = reads > 0 -- a retry of this first hold, which was granted
-  if not admit and not writer then
-    admit = (pf and redis.call('zscore', A, owner) ~= false) or redis.call('zcard', Q) == 0
+  local admit = read_deadline(owner) ~= nil -- a retry of this first hold, which was granted
+  if not admit and not st.writer then
+    if pf then
+      local adm = tonumber(redis.call('zscore', A, owner))
+      admit = adm ~= nil and adm > now
+    end
+    admit = admit or head() == nil
   end
   if admit then
-    granted = read(math.max(reads, 1))
-  elseif queue and pf then
-    redis.call('zadd', W, now + qlease, owner)
-    extend(now + qlease)
+    granted = read()
+  elseif queue then
+    if pf then
+      redis.call('zadd', W, now + qlease, owner)
+      cover(W, now + qlease)
+    end
+    if not st.turned then
+      hset('turned', 1)
+    end
   end
-elseif writer == owner then -- a retry of this first hold, which was granted
-  granted = write(tonumber(redis.call('hget', S, 'wcount')))
+elseif st.writer == owner then -- a retry of this first hold, or a grant made on its behalf
+  granted = write(st.wcount)
 else
-  local queued = redis.call('zscore', Q, owner) ~= false
-  local free = not writer and redis.call('zcard', R) == 0 and (not pf or redis.call('zcard', A) == 0)
-  local head = redis.call('zrange', Q, 0, 0)[1]
-  if free and (head == owner or (not head and not queued)) then
+  local queued = entry(st.entry) ~= nil
+  if st.entry and not queued then
+    dequeue(owner) -- its entry ran out: it lost its place
+  end
+  local h, hd, hl
+  if st.policy and not st.writer then -- a new lock has no queue; a held one waits for its release
+    h, hd, hl = head()
+  end
+  local open = not st.writer and free()
+  if open and (h == owner or (not h and not queued)) then
     local deadline = now + lease
     granted = mint(F) -- common.lua
     if queued then
-      redis.call('zrem', Q, owner)
-      redis.call('hdel', S, 'q:' .. owner)
+      dequeue(owner)
     end
-    redis.call('hset', S, 'writer', owner, 'wcount', 1, 'wdeadline', deadline, 'wtoken', string.format('%.0f', granted))
-    extend(deadline)
-  elseif queue or queued then
-    if not queued then
-      redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), owner)
+    local new = not st.policy
+    hset('writer', owner, 'wcount', 1, 'wdeadline', deadline, 'wtoken', string.format('%.0f', granted))
+    cover(S, deadline, new)
+  else
+    if open and h then
+      -- The lock is free and its next writer waits (its grant was lost
+      -- with a holder that expired): grant it on its behalf.
+      grant(h, hd, hl)
+      h, hd = nil, nil
     end
-    redis.call('hset', S, 'q:' .. owner, now + qlease)
-    extend(now + qlease)
+    if queue or queued then
+      local deadline = now + qlease
+      hset('q:' .. owner, deadline .. ':' .. ARGV[4])
+      if not queued then
+        redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), owner)
+      end
+      cover(Q, deadline)
+      cover(S, deadline)
+    end
+  end
+  if not granted then
+    return {0, bound(hd)}
   end
 end
 
--- Every path that wrote (a grant among them) wrote S: record the policy.
-if unrecorded and (granted or redis.call('exists', S) == 1) then
-  redis.call('hset', S, 'policy', policy)
-end
 if granted then
   return {1, granted}
 end
-local wait = bound()
-tidy()
-return {0, wait}
+return {0, bound(nil)}

@@ -1,28 +1,26 @@
 -- Free a fair lock whatever its holders, in one mode only.
 --
--- KEYS[1]..KEYS[8] and ARGV[1]..ARGV[7] as in fair_lib.lua (ARGV[2] is the
+-- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua (ARGV[2] is the
 -- mode to free; ARGV[3] is unused).
 --
 -- Returns 1 when holders of that mode were removed, 0 otherwise.
 --
--- Invariant: the other mode's holders and every waiter are kept; those who
--- may enter now are woken.
-purge()
+-- Invariant: the other mode's holders and every waiter are kept; whoever
+-- is next is let in (the head writer granted, or the readers told).
+load()
+settle()
 local freed = 0
 if ARGV[2] == 'w' then
-  if redis.call('hexists', S, 'writer') == 1 then
+  if st.writer then
     redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
+    st.writer = false
     freed = 1
   end
-elseif redis.call('hexists', S, 'writer') == 0 then
-  for _, o in ipairs(redis.call('zrange', R, 0, -1)) do
-    redis.call('hdel', S, 'r:' .. o)
-    freed = 1
-  end
-  redis.call('del', R)
+elseif not st.writer and redis.call('del', R) == 1 then
+  freed = 1
 end
 if freed == 1 then
-  wake()
+  next_holder()
   tidy()
 end
 return freed

@@ -3,8 +3,9 @@
 --
 -- KEYS[1] S: state hash "fairrw:<len>:{N}": policy, writer, wcount,
 --            wdeadline, wtoken (the writer's fencing token), seq (queue
---            sequence), horizon (latest deadline set), "r:<owner>" = read
---            holds of owner, "q:<owner>" = queue deadline
+--            sequence), turned ("1": a reader was turned away since the
+--            last "r" message), "q:<owner>" = "<deadline>:<lease>" of a
+--            waiting writer (its entry's deadline, the lease it asked for)
 -- KEYS[2] R: readers zset, owner -> read lease deadline (ms, server time)
 -- KEYS[3] Q: waiting writers zset, owner -> sequence (FIFO order)
 -- KEYS[4] W: phase-fair only: waiting readers, owner -> deadline
@@ -23,26 +24,75 @@
 -- ARGV[7] the call's window in ms (see common.lua)
 -- ARGV[8] publish command: "publish" or "spublish"
 --
+-- Messages on C: "g:<token>:<owner>" the writer owner was granted the lock
+-- by a release (it holds it now, with that token); "r" every waiting reader
+-- may enter.
+--
 -- Returns: nothing itself; it defines the helpers the operations use.
 --
--- Invariant: every entry carries a deadline on the server's clock; purge()
--- drops the dead ones first, so a crashed reader, writer or waiting writer
--- blocks no one past its lease. Every key lives at least until the latest
--- deadline set in it (the horizon), and all of them go when the lock is idle.
+-- Invariant: every entry carries a deadline on the server's clock, and an
+-- entry whose deadline passed counts for nothing: a crashed reader, writer
+-- or waiting writer blocks no one past its lease. Dead entries are dropped
+-- lazily, where they would block someone (a dead writer when S is read, the
+-- readers when all of them are dead, a waiting writer when it is first), so
+-- no call scans the queue or the holders: its cost does not grow with them.
+-- Every key lives at least until the latest deadline of its own entries
+-- (see cover), and all of them go when the lock is idle. When a hold ends
+-- and the lock is free, the release itself grants the writer at the head of
+-- the queue; a grant made on a waiter's behalf lasts no longer than its
+-- queue entry would have, unless the waiter takes it up.
 local S, R, Q, W, A, F, C, X, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local policy, owner = ARGV[1], ARGV[3]
 local lease, qlease = tonumber(ARGV[4]), tonumber(ARGV[5])
 local pf = policy == 'phase-fair'
 local now = now_ms() -- common.lua
 
+-- st holds the state fields every call needs, read by load() in one HMGET.
+-- A key of another type at S fails the script there, before any write.
+local st
+local function load()
+  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner)
+  st = {
+    policy = v[1], writer = v[2], wcount = tonumber(v[3]), wdeadline = tonumber(v[4]),
+    wtoken = v[5], turned = v[6], entry = v[7],
+  }
+end
+
+-- hset writes fields of S, recording the policy with the first write to a
+-- lock that has none recorded (a new S).
+local function hset(...)
+  if not st.policy then
+    st.policy = policy
+    return redis.call('hset', S, 'policy', policy, ...)
+  end
+  return redis.call('hset', S, ...)
+end
+
+-- cover makes key live at least until deadline (ms, server time), never
+-- shortening it: GT leaves a later expiry alone, and a key just created
+-- (no TTL, which GT treats as infinite) gets one. new: the caller created
+-- the key in this call, so it has no expiry yet.
+local function cover(key, deadline, new)
+  if new then -- the caller knows the key has just been created
+    redis.call('pexpireat', key, deadline)
+  elseif redis.call('pexpireat', key, deadline, 'GT') == 0 and redis.call('pttl', key) == -1 then
+    redis.call('pexpireat', key, deadline)
+  end
+end
+
 -- mismatch returns an error reply when the name is held under another
--- policy, and otherwise whether the lock has no policy recorded yet (the
--- caller records it, once every key has been read: a script's writes are
--- not rolled back when a later command fails on a foreign value).
+-- policy (checked before anything is written), and otherwise whether the
+-- owner's give-up marker M may exist (the caller checks it then): on a new
+-- lock one EXISTS asks for the Redisson hash and the marker at once.
 local function mismatch()
-  local held = redis.call('hget', S, 'policy')
-  if held and held ~= policy then
-    return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. held)
+  if st.policy then
+    if st.policy ~= policy then
+      return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. st.policy)
+    end
+    return nil, true
+  end
+  if redis.call('exists', X, M) == 0 then
+    return nil, false
   end
   if redis.call('exists', X) == 1 then
     -- A hash without "mode" is an RLock's; anything else at N (a Redisson
@@ -52,74 +102,158 @@ local function mismatch()
     end
     return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson')
   end
-  return nil, not held
+  return nil, true
 end
 
--- purge drops holders and waiters whose deadline has passed (waiting
--- writers from the head of the queue).
-local function purge()
-  local wd = tonumber(redis.call('hget', S, 'wdeadline'))
-  if wd and wd <= now then
+-- settle drops the writer if its lease ran out.
+local function settle()
+  if st.writer and not (st.wdeadline and st.wdeadline > now) then
     redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
+    st.writer, st.wcount, st.wdeadline, st.wtoken = false, nil, nil, false
   end
-  local dead = redis.call('zrangebyscore', R, '-inf', now)
-  if #dead > 0 then
-    for _, o in ipairs(dead) do
-      redis.call('hdel', S, 'r:' .. o)
-    end
-    redis.call('zremrangebyscore', R, '-inf', now)
+end
+
+-- entry parses a queue entry "<deadline>:<lease>"; a dead one is nil.
+local function entry(e)
+  if not e then
+    return nil
   end
-  -- Waiting writers are dropped from the head only: the head is all that
-  -- admission looks at (a live head means a writer waits), so a dead entry
-  -- further back can wait until it is first. Each entry is dropped once, so
-  -- a call costs no more with 256 writers queued than with 8.
+  local d, l = string.match(e, '^(%d+):(%d+)$')
+  d = tonumber(d)
+  if d and d > now then
+    return d, tonumber(l)
+  end
+  return nil
+end
+
+-- read_deadline is owner's live read deadline, or nil.
+local function read_deadline(o)
+  local d = tonumber(redis.call('zscore', R, o))
+  if d and d > now then
+    return d
+  end
+  return nil
+end
+
+-- readers_alive says whether a live reader holds; when every reader is
+-- dead, their entries go (one command, whatever their number).
+local function readers_alive()
+  local top = redis.call('zrange', R, -1, -1, 'withscores')
+  if not top[2] then
+    return false
+  end
+  if tonumber(top[2]) > now then
+    return true
+  end
+  redis.call('del', R)
+  return false
+end
+
+-- admitted_alive (phase-fair): whether a reader admitted at the end of the
+-- last write has yet to enter.
+local function admitted_alive()
+  local top = redis.call('zrange', A, -1, -1, 'withscores')
+  if not top[2] then
+    return false
+  end
+  if tonumber(top[2]) > now then
+    return true
+  end
+  redis.call('del', A)
+  return false
+end
+
+-- head returns the live writer at the head of the queue with its entry's
+-- deadline and lease, dropping dead heads on the way.
+local function head()
   while true do
-    local head = redis.call('zrange', Q, 0, 0)[1]
-    if not head then
-      break
+    local h = redis.call('zrange', Q, 0, 0)[1]
+    if not h then
+      return nil
     end
-    local qd = tonumber(redis.call('hget', S, 'q:' .. head))
-    if qd and qd > now then
-      break
+    local e = h == owner and st.entry or redis.call('hget', S, 'q:' .. h)
+    local d, l = entry(e)
+    if d then
+      return h, d, l
     end
-    redis.call('zrem', Q, head)
-    redis.call('hdel', S, 'q:' .. head)
-  end
-  if pf then
-    redis.call('zremrangebyscore', W, '-inf', now)
-    redis.call('zremrangebyscore', A, '-inf', now)
+    redis.call('zrem', Q, h)
+    redis.call('hdel', S, 'q:' .. h)
   end
 end
 
--- extend makes every key of the lock outlive deadline (ms, server time).
-local function extend(deadline)
-  local horizon = tonumber(redis.call('hget', S, 'horizon')) or 0
-  if deadline > horizon then
-    horizon = deadline
-    redis.call('hset', S, 'horizon', horizon)
-  end
-  redis.call('pexpireat', S, horizon)
-  redis.call('pexpireat', R, horizon)
-  redis.call('pexpireat', Q, horizon)
-  if pf then
-    redis.call('pexpireat', W, horizon)
-    redis.call('pexpireat', A, horizon)
-  end
+-- dequeue removes owner o's queue entry.
+local function dequeue(o)
+  redis.call('zrem', Q, o)
+  redis.call('hdel', S, 'q:' .. o)
 end
 
--- bound is how long a waiter may sleep at most: until the earliest deadline
--- that could free its way (a holder's or a waiter's ahead of it).
-local function bound()
+-- grant gives the write to the queued writer h (entry deadline d, lease l)
+-- on its behalf and tells it so. The grant lasts until the earlier of d and
+-- now + l: a waiter that is gone blocks no one longer than its entry would
+-- have, and one that is there takes the grant up (any call of it extends
+-- the hold to its full lease). Returns h and the grant's fencing token.
+local function grant(h, d, l)
+  local token = mint(F, st.wtoken) -- common.lua
+  local t = string.format('%.0f', token)
+  dequeue(h)
+  hset('writer', h, 'wcount', 1, 'wdeadline', math.min(d, now + l), 'wtoken', t)
+  st.writer = h
+  redis.call(ARGV[8], C, 'g:' .. t .. ':' .. h)
+  return h, t
+end
+
+-- free says whether no one holds the lock: no live writer, reader, or
+-- (phase-fair) reader admitted ahead of the next writer.
+local function free()
+  return not st.writer and not readers_alive() and not (pf and admitted_alive())
+end
+
+-- next lets in whoever is next once the lock may be free: the writer at
+-- the head of the queue (granted here), else every reader turned away.
+-- Returns the granted writer and its token, if any.
+local function next_holder()
+  if st.writer then
+    return nil
+  end
+  local vacate = function()
+    if st.vacated then
+      st.vacated = false
+      redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
+    end
+  end
+  if pf and admitted_alive() then
+    vacate()
+    return nil -- they go first; the last of them lets the next in
+  end
+  local h, d, l = head()
+  if h then
+    if readers_alive() then
+      vacate()
+      return nil -- the last reader's release grants it
+    end
+    st.vacated = false
+    return grant(h, d, l)
+  end
+  vacate()
+  if st.turned then
+    redis.call('hdel', S, 'turned')
+    redis.call(ARGV[8], C, 'r')
+  end
+  return nil
+end
+
+-- bound is how long a refused waiter may sleep at most: until the earliest
+-- deadline that could free its way (the writer's, a reader's, an admitted
+-- reader's, the head waiter's hd), or a queue lease.
+local function bound(hd)
   local earliest = now + qlease
-  local wd = tonumber(redis.call('hget', S, 'wdeadline'))
-  if wd then earliest = math.min(earliest, wd) end
+  if st.writer then
+    -- Only the writer's own reads can hold beside it: its end comes first.
+    return math.max(math.min(earliest, st.wdeadline) - now, 1)
+  end
+  if hd then earliest = math.min(earliest, hd) end
   local first = redis.call('zrange', R, 0, 0, 'withscores')
   if first[2] then earliest = math.min(earliest, tonumber(first[2])) end
-  local head = redis.call('zrange', Q, 0, 0)
-  if head[1] then
-    local qd = tonumber(redis.call('hget', S, 'q:' .. head[1]))
-    if qd then earliest = math.min(earliest, qd) end
-  end
   if pf then
     local adm = redis.call('zrange', A, 0, 0, 'withscores')
     if adm[2] then earliest = math.min(earliest, tonumber(adm[2])) end
@@ -127,35 +261,10 @@ local function bound()
   return math.max(earliest - now, 1)
 end
 
--- wake tells the waiters who may enter now: every reader admitted or
--- waiting (phase-fair, after a write), else the writer at the head.
-local function wake()
-  if redis.call('hexists', S, 'writer') == 1 then
-    return
-  end
-  if pf and redis.call('zcard', A) > 0 then
-    redis.call(ARGV[8], C, 'r')
-    return
-  end
-  local head = redis.call('zrange', Q, 0, 0)
-  if head[1] then
-    if redis.call('zcard', R) == 0 then
-      redis.call(ARGV[8], C, 'w:' .. head[1])
-    end
-    return
-  end
-  -- No writer holds or waits: any reader turned away (by a writer that has
-  -- since left the queue) may enter now.
-  redis.call(ARGV[8], C, 'r')
-end
-
 -- tidy deletes the lock's keys once no one holds or waits (the last
--- token lives on at F for a lease).
+-- token lives on at F for a second).
 local function tidy()
-  if redis.call('hexists', S, 'writer') == 0 and redis.call('zcard', R) == 0
-      and redis.call('zcard', Q) == 0 and (not pf or (redis.call('zcard', W) == 0
-      and redis.call('zcard', A) == 0)) then
-    redis.call('del', S, R, Q, W, A)
+  if not st.writer and redis.call('exists', R, Q, W, A) == 0 then
+    redis.call('del', S)
   end
 end
-

@@ -11,72 +11,92 @@
 -- ARGV[13] how long the longest of them has left, in ms
 -- ARGV[14] how many read holds the owner still has alive
 -- ARGV[15] how long the longest of them has left, in ms
+-- ARGV[16] "1" when this request was sent before (a retry), "0" if first
 --
--- Returns nil when the owner held no such hold (or it had expired), 0 when
--- the owner still holds in that mode, 1 when its last hold of that mode was
--- released. A retry with the same request id returns the first call's
--- answer from the latch; a release (not a give-up) that arrives too late
--- changes nothing.
+-- Returns {result, grantee, token}: result -1 when the owner held no such
+-- hold (or it had expired), 0 when the owner still holds in that mode, 1
+-- when its last hold of that mode was released; grantee and token name the
+-- writer this release granted the lock to ("" and 0: none). A retry with
+-- the same request id returns the first call's result from the latch (and
+-- no grantee: the grant's message told it); a release (not a give-up) that
+-- arrives too late changes nothing.
 --
--- Invariant: the owner's counts are exactly its live holds and its
--- deadlines the longest of them, so releasing one hold neither shortens
--- another live one nor leaves a dead one counted. When a write ends under
--- phase-fair, every reader waiting at that moment is admitted ahead of the
--- next writer; a release wakes exactly who may enter now (see wake()).
--- A retry gets the first answer; a release (a give-up is never stale) that
--- arrives too late changes nothing; a give-up sets the owner's marker.
-local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7]) -- common.lua
+-- Invariant: the owner's hold and its deadlines are exactly its live holds
+-- and the longest of them, so releasing one hold neither shortens another
+-- live one nor leaves a dead one counted. When the lock becomes free, the
+-- writer at the head of the queue is granted it here (see grant); when a
+-- write ends under phase-fair, every reader waiting at that moment is
+-- admitted ahead of the next writer. Nothing of an idle lock is left.
+local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7], ARGV[16] ~= '1') -- common.lua
 if latched ~= nil then
-  return reply(latched)
+  return {latched, '', 0}
 end
 
-purge()
+load()
+settle()
 local freed = false
 if ARGV[10] == '1' then
-  local removed = redis.call('zrem', Q, owner)
-  redis.call('hdel', S, 'q:' .. owner)
-  if pf then
-    removed = removed + redis.call('zrem', W, owner) + redis.call('zrem', A, owner)
+  if st.entry then
+    dequeue(owner)
+    freed = true
   end
-  freed = removed > 0
+  if pf then
+    redis.call('zrem', W, owner)
+    freed = redis.call('zrem', A, owner) == 1 or freed
+  end
 end
 
-local writer = redis.call('hget', S, 'writer') == owner
-local reads = redis.call('hexists', S, 'r:' .. owner) == 1
+local writes, nreads = tonumber(ARGV[12]), tonumber(ARGV[14])
+local writer = st.writer == owner
+-- The owner's reads: none alive any more, or the longest one's deadline.
+local reads
+if nreads == 0 then
+  reads = redis.call('zrem', R, owner) == 1
+  freed = freed or reads
+elseif read_deadline(owner) then
+  reads = true
+  local deadline = now + tonumber(ARGV[15])
+  redis.call('zadd', R, deadline, owner)
+  cover(R, deadline)
+end
 local result = -1
-if (ARGV[2] == 'w' and writer) or (ARGV[2] == 'r' and reads) then
-  local writes, wcover = tonumber(ARGV[12]), tonumber(ARGV[13])
-  local nreads, rcover = tonumber(ARGV[14]), tonumber(ARGV[15])
-  if writer then
-    if writes > 0 then
-      redis.call('hset', S, 'wcount', writes, 'wdeadline', now + wcover)
-    else
-      redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
-      if pf and redis.call('zcard', W) > 0 then
-        redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
-        redis.call('del', W)
-        redis.call('pexpireat', A, tonumber(redis.call('hget', S, 'horizon')))
-      end
-      freed = true
+if ARGV[2] == 'w' and writer then
+  result = writes > 0 and 0 or 1
+elseif ARGV[2] == 'r' and reads then
+  result = nreads > 0 and 0 or 1
+end
+if writer then
+  if writes > 0 then
+    local deadline = now + tonumber(ARGV[13])
+    hset('wcount', writes, 'wdeadline', deadline)
+    cover(S, deadline)
+  elseif redis.call('exists', R, Q, W, A) == 0 then
+    -- The last hold of an idle lock: nothing is left of it.
+    if st.turned then
+      redis.call(ARGV[8], C, 'r')
     end
-  end
-  if reads then
-    if nreads > 0 then
-      redis.call('hset', S, 'r:' .. owner, nreads)
-      redis.call('zadd', R, now + rcover, owner)
-    else
-      redis.call('hdel', S, 'r:' .. owner)
-      redis.call('zrem', R, owner)
-      freed = true
+    redis.call('del', S)
+    redis.call('set', KEYS[10], result, 'px', ARGV[9])
+    return {result, '', 0}
+  else
+    -- The grant that may follow overwrites these fields; deleting them
+    -- first would cost a command for nothing, so next_holder deletes them
+    -- only when it grants no one (see vacate).
+    st.vacated, st.writer = true, false
+    if pf and redis.call('exists', W) == 1 then
+      -- Every reader waiting now enters before the next writer.
+      redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
+      redis.call('del', W)
+      cover(A, tonumber(redis.call('zrange', A, -1, -1, 'withscores')[2]), true)
+      redis.call(ARGV[8], C, 'r')
     end
-  end
-  result = 1
-  if (ARGV[2] == 'w' and writes > 0) or (ARGV[2] == 'r' and nreads > 0) then
-    result = 0
+    freed = true
   end
 end
+local grantee, token = nil, nil
 if freed then
-  wake()
+  grantee, token = next_holder()
 end
 tidy()
-return answer(KEYS[10], result, ARGV[9])
+redis.call('set', KEYS[10], result, 'px', ARGV[9])
+return {result, grantee or '', token or 0}
