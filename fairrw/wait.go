@@ -46,7 +46,7 @@ type waitGroup struct {
 	registry  *waitRegistry
 	keys      *lockKeys
 	policy    policyImpl // decodes the channel's messages
-	waiters   []*waiter // FIFO
+	waiters   []*waiter  // FIFO
 	ready     chan struct{}
 	confirmed bool
 	cancel    context.CancelFunc
