@@ -165,7 +165,6 @@ func (m *RWMutex) release(ctx context.Context, o *owner, mode Mode, st ownerStat
 			return res, nil
 		}
 		reached = reached || !unsent(err)
-		req.retry = req.retry || !unsent(err)
 		if definite(err) || (unreachableFails && !reached) {
 			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
 		}

@@ -84,6 +84,9 @@ type acquireReply struct {
 	// entry, under a fair policy, if it waits): a grant made on its behalf
 	// later cannot precede the attempt's send.
 	refused bool
+	// refusedUs is the server's clock (µs) at a fair refusal: a grant
+	// made after it has a greater token (see RWMutex.grantedBy).
+	refusedUs uint64
 	// void: the attempt took nothing and never will: it reached Redis too
 	// late, or its owner had been given up.
 	void bool
@@ -134,9 +137,6 @@ type releaseRequest struct {
 	markerTTL time.Duration
 	queue     time.Duration
 	publish   string
-	// retry: the request was sent before (its reply was lost), so the
-	// script looks for the first answer in the latch.
-	retry bool
 	// granted is told the writer a release granted the lock to, if any,
 	// with its fencing token (grant on release: see lua/fair_lib.lua).
 	granted func(owner string, token uint64)
@@ -185,7 +185,7 @@ func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
 	if err != nil {
 		return acquireReply{}, redisError(err)
 	}
-	if len(values) != 2 {
+	if len(values) != 2 && len(values) != 3 {
 		return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply of %d values", len(values))
 	}
 	status, err1 := values[0].AsInt64()
@@ -201,7 +201,15 @@ func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
 	case -2:
 		return acquireReply{gone: true}, nil
 	default:
-		return acquireReply{refused: true, wait: time.Duration(value) * time.Millisecond}, nil
+		r := acquireReply{refused: true, wait: time.Duration(value) * time.Millisecond}
+		if len(values) == 3 { // a fair refusal says when, on the server's clock
+			us, err := values[2].AsInt64()
+			if err != nil {
+				return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply: %w", err)
+			}
+			r.refusedUs = uint64(us)
+		}
+		return r, nil
 	}
 }
 

@@ -86,7 +86,7 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 	keys = append(keys, compat.UnlockLatch(k.name, r.request))
 	args = append(args, millis(r.latchTTL), boolArg(r.abandon), millis(r.markerTTL))
 	args = append(args, r.state.writeArgs()...)
-	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()), boolArg(r.retry))
+	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()))
 	values, err := fairUnlock.Exec(ctx, rdb, keys, args).ToArray()
 	if err != nil {
 		return releaseNotHeld, redisError(err)

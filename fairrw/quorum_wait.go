@@ -19,10 +19,7 @@ type quorumWait struct {
 func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
 	w := &quorumWait{}
 	for _, h := range m.nodes {
-		x := h.c.waits.join(&h.keys, h.policy, mode, "")
-		h.c.waits.mu.Lock()
-		x.unqueued = true // see onMessage
-		h.c.waits.mu.Unlock()
+		x := h.c.waits.joinUnqueued(&h.keys, h.policy, mode)
 		w.waiters = append(w.waiters, x)
 		w.closers = append(w.closers, h.c.closing)
 	}
@@ -62,17 +59,11 @@ func (w *quorumWait) awaitSubscriptions(ctx context.Context, bound time.Duration
 // meanwhile, so that wake-ups go to them rather than being absorbed.
 func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource, error) {
 	for _, x := range w.waiters {
-		r := x.registry()
-		r.mu.Lock()
-		x.busy = false
-		r.mu.Unlock()
+		x.setBusy(false)
 	}
 	defer func() { // retrying now: a wake-up meanwhile is absorbed
 		for _, x := range w.waiters {
-			r := x.registry()
-			r.mu.Lock()
-			x.busy = true
-			r.mu.Unlock()
+			x.setBusy(true)
 		}
 	}()
 	t := time.NewTimer(bound)

@@ -209,8 +209,9 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 	// made on the owner's behalf comes after it, and lasts at least until
 	// then plus its queue entry's lease (zero: no such attempt yet).
 	var refused time.Time
+	var refusedUs uint64
 	if first.reply.refused {
-		refused = first.sent
+		refused, refusedUs = first.sent, first.reply.refusedUs
 	}
 	if err := w.awaitSubscription(ctx, m.retryBound(first.reply.wait)); err != nil {
 		return o, attemptResult{}, m.waitError(err)
@@ -221,7 +222,7 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 		}
 	}
 	for {
-		if got, ok := m.grantedBy(w, refused, cfg); ok {
+		if got, ok := m.grantedBy(w, refused, refusedUs, cfg); ok {
 			if time.Now().Before(got.sent.Add(got.cover)) {
 				return o, got, nil
 			}
@@ -249,7 +250,7 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 			m.c.waits.granted(w)
 			return o, got, nil
 		case got.reply.refused:
-			refused = got.sent
+			refused, refusedUs = got.sent, got.reply.refusedUs
 		}
 		if err := w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
 			return o, attemptResult{}, m.waitError(err)
@@ -261,11 +262,14 @@ func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConf
 // one was delivered and a refused attempt tells when it began at the
 // earliest. The hold lasts until its queue entry's deadline or its lease,
 // whichever is first, counted from that attempt's send: its local
-// deadline never passes the one Redis keeps. Without such an attempt the
-// next attempt takes the grant up instead.
-func (m *RWMutex) grantedBy(w *waiter, refused time.Time, cfg acquireConfig) (attemptResult, bool) {
+// deadline never passes the one Redis keeps. A grant whose token is not
+// above the server's clock at that refusal (refusedUs) was made before it:
+// a message that stalled past a grant that has since run out (the refusal
+// found the owner no longer holding), which must not count. Without such
+// an attempt the next attempt takes the grant up instead.
+func (m *RWMutex) grantedBy(w *waiter, refused time.Time, refusedUs uint64, cfg acquireConfig) (attemptResult, bool) {
 	token, by, ok := w.takeGrant()
-	if !ok || refused.IsZero() || cfg.lease > m.c.leaseTime {
+	if !ok || refused.IsZero() || token <= refusedUs || cfg.lease > m.c.leaseTime {
 		// A lease longer than the queue entry's: the next attempt takes
 		// the grant up, extending it to the whole lease.
 		return attemptResult{}, false

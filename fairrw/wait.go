@@ -239,7 +239,7 @@ func (r *waitRegistry) applyLocked(g *waitGroup, sig wakeSignal, src wakeSource)
 			if w.mode != Write || w.owner != sig.owner {
 				continue
 			}
-			if sig.granted && !w.granted {
+			if sig.granted && (!w.granted || sig.token > w.token) { // the latest grant counts
 				w.granted, w.token = true, sig.token
 				w.grantBy = wakeGrant
 				if src == wakeReply {
@@ -388,10 +388,7 @@ func (w *waiter) awaitSubscription(ctx context.Context, bound time.Duration) err
 // sleep waits for a wake-up, at most bound. The waiter is idle meanwhile, so
 // that a wake-up goes to it rather than being absorbed.
 func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
-	r := w.registry()
-	r.mu.Lock()
-	w.busy = false
-	r.mu.Unlock()
+	w.setBusy(false)
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
@@ -399,9 +396,7 @@ func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
 		w.source = src
 		return nil
 	case <-t.C:
-		r.mu.Lock()
-		w.busy = true
-		r.mu.Unlock()
+		w.setBusy(true)
 		w.source = wakeTimer
 		return nil
 	case <-ctx.Done():
@@ -412,6 +407,25 @@ func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
 }
 
 func (w *waiter) registry() *waitRegistry { return w.group.registry }
+
+// setBusy marks the waiter as retrying (a wake-up meanwhile is absorbed by
+// its next attempt) or idle (asleep: a wake-up goes to it).
+func (w *waiter) setBusy(busy bool) {
+	r := w.registry()
+	r.mu.Lock()
+	w.busy = busy
+	r.mu.Unlock()
+}
+
+// joinUnqueued adds a waiter that keeps no place in a fair policy's queue
+// (a quorum's node waiter): no grant ever names it, and "r" wakes it.
+func (r *waitRegistry) joinUnqueued(k *lockKeys, p policyImpl, mode Mode) *waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.joinLocked(k, p, mode, "")
+	w.unqueued = true
+	return w
+}
 
 // String names the wake-up path, as Lease.WokenBy reports it.
 func (s wakeSource) String() string {

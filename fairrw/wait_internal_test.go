@@ -3,6 +3,7 @@ package fairrw
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -171,4 +172,37 @@ func stringMessage(t *testing.T, v string) rueidis.RedisMessage {
 		t.Fatal(err)
 	}
 	return msg
+}
+
+// TestGrantedBy: a grant delivered to a waiter counts only when it was made
+// after the waiter's last refused attempt (its token is above the server's
+// clock at that refusal), and its hold is counted from that attempt's send
+// for the lease or the queue entry's lease, whichever is shorter.
+func TestGrantedBy(t *testing.T) {
+	m := &RWMutex{c: &Client{leaseTime: 30 * time.Second}}
+	r, g, ws := testGroup(WriterPreferring(), Write)
+	ws[0].owner = "c:1"
+	refused := time.Now().Add(-time.Second)
+	cfg := acquireConfig{lease: 10 * time.Second}
+	if _, ok := m.grantedBy(ws[0], refused, 500, cfg); ok {
+		t.Fatal("granted with no grant delivered")
+	}
+	r.onMessage(g, "g:400:c:1") // a grant older than the refusal (at 500µs)
+	if _, ok := m.grantedBy(ws[0], refused, 500, cfg); ok {
+		t.Fatal("a stale grant, made before the last refusal, counted")
+	}
+	r.onMessage(g, "g:600:c:1")
+	got, ok := m.grantedBy(ws[0], refused, 500, cfg)
+	if !ok || got.reply.token != 600 || !got.reply.granted {
+		t.Fatalf("grantedBy = %+v, %v; want token 600", got, ok)
+	}
+	if !got.sent.Equal(refused) || got.cover != cfg.lease {
+		t.Fatalf("hold counted from %v for %v; want from the refusal's send for the lease", got.sent, got.cover)
+	}
+	if _, ok := m.grantedBy(ws[0], time.Time{}, 500, cfg); ok {
+		t.Fatal("granted with no refused attempt to count the hold from")
+	}
+	if _, ok := m.grantedBy(ws[0], refused, 500, acquireConfig{lease: time.Minute}); ok {
+		t.Fatal("a lease longer than the queue entry's was granted without taking it up")
+	}
 }

@@ -4,16 +4,15 @@
 -- KEYS[1] and ARGV[1] are the including script's: this file reads neither,
 -- only the keys and values its callers pass to its functions.
 --
--- Returns: nothing itself; it defines clock(), now_ms(), stale(), last_token(),
+-- Returns: nothing itself; it defines clock(), now_us(), now_ms(), stale(), last_token(),
 -- mint(), and the releases' answered(), reply() and answer().
 --
--- answered(latch, marker, abandon, markerpx, stamp, window, first), every
+-- answered(latch, marker, abandon, markerpx, stamp, window), every
 -- release's opening, takes its unlock latch
 -- "redisson_unlock_latch:{N}:<request id>", the owner's give-up marker, "1"
 -- when the owner is being given up (its marker is then set for markerpx ms,
 -- so that no late copy of its attempts takes anything), and the release's
--- stamp and window; first is true when the caller knows this is the
--- request's first send (no latch to look up). Returns the first answer when the request is a retry
+-- stamp and window. Returns the first answer when the request is a retry
 -- (-1 stands for nil), -1 when it is stale, and nil otherwise (the script
 -- goes on). A give-up is never stale. reply(v) turns such an answer into
 -- the script's reply (nil for -1); answer(latch, result, px) stores a
@@ -51,6 +50,11 @@ local function clock()
   return clock_s, clock_us
 end
 
+local function now_us()
+  local s, us = clock()
+  return s * 1000000 + us
+end
+
 local function now_ms()
   local s, us = clock()
   return s * 1000 + math.floor(us / 1000)
@@ -71,12 +75,12 @@ local function mint(F, last)
   return token
 end
 
-local function answered(latch, marker, abandon, markerpx, stamp, window, first)
-  if not first then -- a first send has no earlier answer to find
-    local v = redis.call('get', latch)
-    if v ~= false then
-      return tonumber(v)
-    end
+local function answered(latch, marker, abandon, markerpx, stamp, window)
+  -- Even a first send looks: a copy of it delayed in the network may reach
+  -- Redis after its retry answered.
+  local v = redis.call('get', latch)
+  if v ~= false then
+    return tonumber(v)
   end
   -- A give-up is never stale: it only removes, and its owner is never used
   -- again, so it is right whenever it runs; a hold or queue entry written

@@ -5,8 +5,10 @@
 -- ARGV[10] 0 for an owner's first hold; n > 0 for a further hold of an
 --          owner that holds the lock, which makes n its count in that mode
 --
--- Returns {1, token} when granted, {0, ms} when refused (ms: the longest to
--- wait before trying again), {-1, 0} when the attempt is stale or its owner
+-- Returns {1, token} when granted, {0, ms, us} when refused (ms: the longest
+-- to wait before trying again; us: the server's clock in microseconds, so
+-- that its waiter can tell a grant made after this refusal, whose token is
+-- greater, from a stale message about an earlier one), {-1, 0} when the attempt is stale or its owner
 -- was given up, {-2, 0} when a further hold's owner holds nothing any more;
 -- an error reply "FAIRRW_POLICY ..." when the name is held under another
 -- policy.
@@ -62,6 +64,15 @@ local function write(count)
   return token
 end
 
+-- turned records that a waiter without a queue entry was refused: the
+-- release that leaves no writer holding or waiting tells it "r".
+local function turned()
+  if not st.turned then
+    hset('turned', 1)
+    st.turned = '1'
+  end
+end
+
 if further > 0 then
   if ARGV[2] == 'r' and (st.writer == owner or read_deadline(owner)) then
     granted = read()
@@ -81,14 +92,12 @@ elseif ARGV[2] == 'r' then
   end
   if admit then
     granted = read()
-  elseif queue then
-    if pf then
+  else
+    if queue and pf then
       redis.call('zadd', W, now + qlease, owner)
       cover(W, now + qlease)
     end
-    if not st.turned then
-      hset('turned', 1)
-    end
+    turned()
   end
 elseif st.writer == owner then -- a retry of this first hold, or a grant made on its behalf
   granted = write(st.wcount)
@@ -118,7 +127,9 @@ else
       grant(h, hd, hl)
       h, hd = nil, nil
     end
-    if queue or queued then
+    if not (queue or queued) then
+      turned() -- a TryLock (a quorum's round): told "r" when the way is clear
+    else
       local deadline = now + qlease
       hset('q:' .. owner, deadline .. ':' .. ARGV[4])
       if not queued then
@@ -129,11 +140,11 @@ else
     end
   end
   if not granted then
-    return {0, bound(hd)}
+    return {0, bound(hd), now_us()}
   end
 end
 
 if granted then
   return {1, granted}
 end
-return {0, bound(nil)}
+return {0, bound(nil), now_us()}

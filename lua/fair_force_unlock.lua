@@ -16,7 +16,8 @@ if ARGV[2] == 'w' then
     st.writer = false
     freed = 1
   end
-elseif not st.writer and redis.call('del', R) == 1 then
+elseif not st.writer and redis.call('zcard', R) > 0 then -- zcard: a foreign key at R fails here
+  redis.call('del', R)
   freed = 1
 end
 if freed == 1 then

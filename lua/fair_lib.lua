@@ -53,6 +53,7 @@ local st
 local function load()
   local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner)
   st = {
+    existed = v[1] ~= false, -- S exists (every S records its policy)
     policy = v[1], writer = v[2], wcount = tonumber(v[3]), wdeadline = tonumber(v[4]),
     wtoken = v[5], turned = v[6], entry = v[7],
   }
@@ -71,11 +72,13 @@ end
 -- cover makes key live at least until deadline (ms, server time), never
 -- shortening it: GT leaves a later expiry alone, and a key just created
 -- (no TTL, which GT treats as infinite) gets one. new: the caller created
--- the key in this call, so it has no expiry yet.
+-- the key in this call, so it has no expiry yet. S, when it existed before
+-- the call, has an expiry already (every write that creates it sets one).
 local function cover(key, deadline, new)
   if new then -- the caller knows the key has just been created
     redis.call('pexpireat', key, deadline)
-  elseif redis.call('pexpireat', key, deadline, 'GT') == 0 and redis.call('pttl', key) == -1 then
+  elseif redis.call('pexpireat', key, deadline, 'GT') == 0 and not (key == S and st.existed)
+      and redis.call('pttl', key) == -1 then
     redis.call('pexpireat', key, deadline)
   end
 end
@@ -91,8 +94,16 @@ local function mismatch()
     end
     return nil, true
   end
-  if redis.call('exists', X, M) == 0 then
+  -- One EXISTS asks for the Redisson hash, the marker, and keys at the
+  -- lock's other names: a new lock normally has none of them.
+  if redis.call('exists', X, M, R, Q, W, A) == 0 then
     return nil, false
+  end
+  for _, k in ipairs({R, Q, W, A}) do
+    local kind = redis.call('type', k).ok
+    if kind ~= 'none' and kind ~= 'zset' then
+      return redis.error_reply('WRONGTYPE a key of another kind is stored at ' .. k)
+    end
   end
   if redis.call('exists', X) == 1 then
     -- A hash without "mode" is an RLock's; anything else at N (a Redisson
@@ -196,8 +207,9 @@ local function grant(h, d, l)
   local token = mint(F, st.wtoken) -- common.lua
   local t = string.format('%.0f', token)
   dequeue(h)
-  hset('writer', h, 'wcount', 1, 'wdeadline', math.min(d, now + l), 'wtoken', t)
-  st.writer = h
+  local deadline = math.min(d, now + l)
+  hset('writer', h, 'wcount', 1, 'wdeadline', deadline, 'wtoken', t)
+  st.writer, st.wcount, st.wdeadline, st.wtoken = h, 1, deadline, t
   redis.call(ARGV[8], C, 'g:' .. t .. ':' .. h)
   return h, t
 end

@@ -11,7 +11,6 @@
 -- ARGV[13] how long the longest of them has left, in ms
 -- ARGV[14] how many read holds the owner still has alive
 -- ARGV[15] how long the longest of them has left, in ms
--- ARGV[16] "1" when this request was sent before (a retry), "0" if first
 --
 -- Returns {result, grantee, token}: result -1 when the owner held no such
 -- hold (or it had expired), 0 when the owner still holds in that mode, 1
@@ -27,7 +26,7 @@
 -- writer at the head of the queue is granted it here (see grant); when a
 -- write ends under phase-fair, every reader waiting at that moment is
 -- admitted ahead of the next writer. Nothing of an idle lock is left.
-local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7], ARGV[16] ~= '1') -- common.lua
+local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7]) -- common.lua
 if latched ~= nil then
   return {latched, '', 0}
 end

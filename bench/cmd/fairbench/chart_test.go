@@ -353,7 +353,7 @@ func TestChartEdgeCases(t *testing.T) {
 // into lines, with every word kept.
 func TestChartLongTitle(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bars.svg")
-	title := "handoff latency p50: Unlock returned to waiter granted (lower is better), every contender and every wake-up path, median of the repetitions"
+	title := "handoff latency p50: Unlock called to waiter granted (lower is better), every contender and every wake-up path, median of the repetitions"
 	if err := barChart(path, title, "µs", []bar{{"a", 80}, {"b", 55000}}, true); err != nil {
 		t.Fatal(err)
 	}

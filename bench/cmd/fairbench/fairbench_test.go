@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -35,8 +40,9 @@ func runFairbench(t *testing.T, args ...string) (stdout, stderr string) {
 }
 
 // checkTables asserts that every scenario has a heading and that each
-// contender has the rows it should: two per closed-loop scenario it runs,
-// at least one per handoff, one per fan-out of the renewal.
+// contender has the rows it should: two per closed-loop scenario it runs
+// and two per queue-cost (one per queue length), at least one per
+// handoff, one per fan-out of the renewal.
 func checkTables(t *testing.T, stdout string, skipped map[string]bool, names ...string) {
 	t.Helper()
 	for _, name := range names {
@@ -64,23 +70,24 @@ func checkTables(t *testing.T, stdout string, skipped map[string]bool, names ...
 			case renewal:
 				want = 1 // one fan-out in these runs
 			}
-			if rows < want || (s[0].kind == closedLoop && rows != want) {
+			exact := s[0].kind == closedLoop || s[0].kind == queueCost
+			if rows < want || (exact && rows != want) {
 				t.Errorf("%s: %d rows for %s, want %d:\n%s", name, rows, c.Name, want, section)
 			}
 		}
 	}
 }
 
-// TestSmokeAllScenarios runs every scenario under every contender briefly
-// on miniredis and checks the tables, the progress lines, the charts and
-// the JSON.
+// TestSmokeAllScenarios runs every default scenario under every contender
+// briefly on miniredis and checks the tables, the progress lines, the
+// charts and the JSON (TestQueueCost covers the optional queue-cost).
 func TestSmokeAllScenarios(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.json")
 	charts := filepath.Join(dir, "charts")
 	stdout, stderr := runFairbench(t, "-redis", "miniredis", "-duration", "200ms", "-min-handoffs", "3",
 		"-leases", "40", "-out", charts, "-json", path)
-	names := strings.Split(scenarioNames(), ",")
+	names := strings.Split(defaultScenarioNames(), ",")
 	skipped := map[string]bool{"rueidislock": true} // needs client tracking
 	checkTables(t, stdout, skipped, names...)
 	for _, want := range []string{"machine    " + runtime.GOOS + "/" + runtime.GOARCH, "in-process miniredis", "window 200ms", "contender  rueidislock"} {
@@ -296,4 +303,180 @@ func section(stdout, name string) string {
 		return s[:j]
 	}
 	return s
+}
+
+// TestScenarioSets checks that the default set leaves queue-cost out (it
+// would lengthen the default minute), that -full and -scenarios run it,
+// and that -full keeps an explicit -scenarios.
+func TestScenarioSets(t *testing.T) {
+	names := func(args ...string) []string {
+		t.Helper()
+		opt, err := parseFlags(args, io.Discard)
+		if err != nil {
+			t.Fatalf("parseFlags %q: %v", args, err)
+		}
+		var out []string
+		for _, s := range opt.scenarios {
+			out = append(out, s.name)
+		}
+		return out
+	}
+	if got := names(); slices.Contains(got, "queue-cost") || len(got) != len(scenarios)-1 {
+		t.Errorf("default set = %v, want every scenario but queue-cost", got)
+	}
+	if got := names("-full"); len(got) != len(scenarios) || !slices.Contains(got, "queue-cost") {
+		t.Errorf("-full set = %v, want every scenario", got)
+	}
+	if got := names("-scenarios", "queue-cost"); !slices.Equal(got, []string{"queue-cost"}) {
+		t.Errorf("-scenarios queue-cost = %v", got)
+	}
+	if got := names("-full", "-scenarios", "contended"); !slices.Equal(got, []string{"contended"}) {
+		t.Errorf("-full -scenarios contended = %v", got)
+	}
+}
+
+// queueCostResults is the part of the JSON report TestQueueCost reads.
+type queueCostResults struct {
+	Results []struct {
+		Scenario       string  `json:"scenario"`
+		Contender      string  `json:"contender"`
+		RedisCPUGrowth float64 `json:"redis_cpu_growth"`
+		Queue          []struct {
+			Writers    int             `json:"writers"`
+			Clients    int             `json:"clients"`
+			Requests   int             `json:"requests"`
+			GrantsPerS float64         `json:"grants_per_s"`
+			Cost       *map[string]any `json:"cost"`
+		} `json:"queue"`
+	} `json:"results"`
+}
+
+// TestQueueCost runs queue-cost briefly on miniredis under every contender
+// that can and checks its table (a row per contender and queue length, 8
+// and 256 writers, within 120 columns), its charts and its JSON. miniredis
+// has no commandstats: the cost columns and the ratio are n/a.
+func TestQueueCost(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	charts := filepath.Join(dir, "charts")
+	stdout, stderr := runFairbench(t, "-redis", "miniredis", "-scenarios", "queue-cost", "-duration", "200ms",
+		"-out", charts, "-json", path)
+	skipped := map[string]bool{"rueidislock": true} // needs client tracking
+	checkTables(t, stdout, skipped, "queue-cost")
+	sec := section(stdout, "queue-cost")
+	if !strings.Contains(sec, "µs/grant 256÷8") {
+		t.Errorf("no ratio column in:\n%s", sec)
+	}
+	for line := range strings.Lines(sec) {
+		if n := utf8.RuneCountInString(strings.TrimRight(line, "\n")); n > 120 {
+			t.Errorf("line of %d columns:\n%s", n, line)
+		}
+	}
+	ran := 0
+	for _, c := range contender.All() {
+		if skipped[c.Name] {
+			continue
+		}
+		ran++
+		for _, n := range []string{"8", "256"} {
+			row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(c.Name) + `\s+` + n + `\s+(\d+)\s.*\s(\S+)$`).FindStringSubmatch(sec)
+			if row == nil {
+				t.Errorf("no row of %s with %s writers in:\n%s", c.Name, n, sec)
+				continue
+			}
+			// The ratio is on the longest queue's row; n/a without
+			// commandstats.
+			want := map[string]string{"8": "-", "256": "n/a"}[n]
+			if row[1] == "0" || row[2] != want {
+				t.Errorf("row of %s with %s writers: grants/s %s, ratio %q (want %q):\n%s", c.Name, n, row[1], row[2], want, sec)
+			}
+		}
+	}
+	if n := strings.Count(stderr, "... done in"); n != ran || !strings.Contains(stderr, "256 writers: ") {
+		t.Errorf("%d progress lines, want %d, each with the requests by queue length:\n%s", n, ran, stderr)
+	}
+	for _, chart := range []string{"queue-cost-redis-cpu.svg", "queue-cost-throughput.png"} {
+		if fi, err := os.Stat(filepath.Join(charts, chart)); err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", chart, err)
+		}
+	}
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep queueCostResults
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, b)
+	}
+	if len(rep.Results) != ran {
+		t.Fatalf("%d results, want %d", len(rep.Results), ran)
+	}
+	for _, r := range rep.Results {
+		if len(r.Queue) != 2 || r.RedisCPUGrowth != 0 {
+			t.Errorf("%s: queue = %+v, growth %v", r.Contender, r.Queue, r.RedisCPUGrowth)
+			continue
+		}
+		for i, want := range [][2]int{{8, 2}, {256, 8}} {
+			q := r.Queue[i]
+			if q.Writers != want[0] || q.Clients != want[1] || q.Requests < 1 || q.GrantsPerS <= 0 || q.Cost != nil {
+				t.Errorf("%s: queue[%d] = %+v, want %d writers on %d clients, measured, without a cost", r.Contender, i, q, want[0], want[1])
+			}
+		}
+	}
+}
+
+// TestQueueCostRedisServer runs queue-cost briefly on a redis-server for
+// the fair policies: with commandstats, every cost cell and the ratio are
+// numbers.
+func TestQueueCostRedisServer(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("FAIRRW_REQUIRE_REDIS") == "1" {
+			t.Fatalf("FAIRRW_REQUIRE_REDIS=1 but %v", err)
+		}
+		t.Skip(err)
+	}
+	stdout, _ := runFairbench(t, "-redis", "server", "-scenarios", "queue-cost", "-contenders", "writer-preferring,phase-fair",
+		"-duration", "200ms", "-out", "")
+	sec := section(stdout, "queue-cost")
+	for _, name := range []string{"writer-preferring", "phase-fair"} {
+		num := `(\d+\.\d+)`
+		row := regexp.MustCompile(`(?m)^\s*` + name + `\s+256\s+\d+\s+\S+\s+\d+\s+` + strings.Repeat(num+`\s+`, 3) + num + `$`).FindStringSubmatch(sec)
+		if row == nil {
+			t.Errorf("no row of %s with 256 writers, cost and ratio measured, in:\n%s", name, sec)
+			continue
+		}
+		if g, err := strconv.ParseFloat(row[4], 64); err != nil || g <= 0 {
+			t.Errorf("%s: ratio %q", name, row[4])
+		}
+	}
+}
+
+// TestMedianQueue checks the medians of queue-cost repetitions: outcome by
+// outcome, with the cost's median over the repetitions that have one, and
+// the ratio of the median costs.
+func TestMedianQueue(t *testing.T) {
+	rep := func(g8, g256, us8, us256 float64) result {
+		return result{Scenario: "queue-cost", Contender: "phase-fair", Queue: []*queueOutcome{
+			{Writers: 8, GrantsPerS: g8, Cost: &cost{RedisCPUUsecPerGrant: us8}},
+			{Writers: 256, GrantsPerS: g256, Cost: &cost{RedisCPUUsecPerGrant: us256}},
+		}}
+	}
+	reps := []result{rep(100, 80, 10, 12), rep(300, 60, 30, 60), rep(200, 70, 20, 24)}
+	reps[1].Queue[0].Cost = nil // no reading that time
+	for i := range reps {
+		reps[i].RedisCPUGrowth = cpuGrowth(reps[i].Queue)
+	}
+	m := medianOf(reps)
+	if len(m.Queue) != 2 || m.Queue[0].GrantsPerS != 200 || m.Queue[1].GrantsPerS != 70 || m.Queue[1].Writers != 256 {
+		t.Fatalf("medians = %+v, %+v", m.Queue[0], m.Queue[1])
+	}
+	if m.Queue[0].Cost.RedisCPUUsecPerGrant != 15 || m.Queue[1].Cost.RedisCPUUsecPerGrant != 24 {
+		t.Errorf("median costs = %+v, %+v, want 15 and 24", *m.Queue[0].Cost, *m.Queue[1].Cost)
+	}
+	// The second repetition has no ratio: the spread is the others'.
+	sp := m.Spread["redis_cpu_growth"]
+	if math.Abs(m.RedisCPUGrowth-1.6) > 1e-9 || math.Abs(sp[0]-1.2) > 1e-9 || math.Abs(sp[1]-1.2) > 1e-9 {
+		t.Errorf("growth = %v, spread %v, want 1.6 (24/15) and [1.2 1.2]", m.RedisCPUGrowth, sp)
+	}
 }

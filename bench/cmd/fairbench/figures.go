@@ -11,7 +11,8 @@ import (
 // writeFigures draws the charts of the results into dir, each as SVG and PNG, (created if need
 // be) and returns the files written. Every closed-loop scenario gets the
 // wait distribution of each class and its throughput; the fairness
-// scenarios also get waits over time; handoff and renewal get bars.
+// scenarios also get waits over time; handoff, renewal and queue-cost get
+// bars.
 func writeFigures(dir string, picked []scenario, bySc [][]result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -40,6 +41,8 @@ func writeFigures(dir string, picked []scenario, bySc [][]result) ([]string, err
 			err = draw("handoff", func(p string) error { return handoffChart(p, results) })
 		case renewal:
 			err = renewalCharts(results, draw)
+		case queueCost:
+			err = queueCostCharts(s, results, draw)
 		default:
 			err = loopCharts(s, results, draw)
 		}
@@ -102,7 +105,7 @@ func handoffChart(path string, results []result) error {
 			bars = append(bars, bar{Label: r.Contender + " (" + h.Woken + ")", Value: h.P50US})
 		}
 	}
-	return barChart(path, "handoff latency p50: Unlock returned to waiter granted (lower is better)", "µs", bars, true)
+	return barChart(path, "handoff latency p50: Unlock called to waiter granted (lower is better)", "µs", bars, true)
 }
 
 // renewalCharts draws the script calls a client sends per renewal round

@@ -27,7 +27,7 @@ const maxBlockDelay = 200 * time.Millisecond
 const stallAfter = 2 * time.Second
 
 // handoffSample is one handoff: the time from the holder's Unlock
-// returning to the waiter's grant, and what woke the waiter.
+// call to the waiter's grant, and what woke the waiter.
 type handoffSample struct {
 	Latency time.Duration
 	Woken   string
@@ -151,11 +151,15 @@ func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex, ho
 		return nil, handoffSample{}, errors.New("exclusion violated: the waiter was granted while the holder held the lock")
 	case <-time.After(hold):
 	}
+	// The handoff is timed from the Unlock call: a release that grants
+	// the waiter (fairrw's fair policies) may let it hold before the
+	// Unlock returns, and the release's own round trip is part of the
+	// handoff for everyone.
+	released := time.Now()
 	if err := held.Unlock(ctx); err != nil {
 		<-got // the waiter ends with ctx at the latest
 		return nil, handoffSample{}, fmt.Errorf("holder unlock: %w", err)
 	}
-	released := time.Now()
 	var g grant
 	select {
 	case g = <-got:

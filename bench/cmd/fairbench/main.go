@@ -14,9 +14,10 @@
 //	    [-duration 1s] [-reps 1] [-bound 1s] [-out fairbench-out] [-json results.json]
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
-// The default set takes about a minute: every scenario once, with a 1s
-// window. -full runs 5s windows three times and reports medians (about twenty
-// minutes).
+// The default set takes about a minute: every scenario but queue-cost once,
+// with a 1s window. -full runs every scenario, queue-cost included, with 5s
+// windows three times and reports medians (about twenty-five minutes);
+// -scenarios queue-cost runs it alone.
 //
 // Redis: -addr uses an existing server (nothing is flushed; each run uses
 // fresh lock names). Otherwise fairbench starts redis-server from PATH on a
@@ -189,9 +190,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	var (
 		opt         options
-		scenarioArg = fs.String("scenarios", scenarioNames(), "comma-separated scenarios to run")
+		scenarioArg = fs.String("scenarios", defaultScenarioNames(), "comma-separated scenarios to run (-full adds "+optionalScenarioNames()+")")
 		contendArg  = fs.String("contenders", contenderNames(), "comma-separated contenders to run")
-		full        = fs.Bool("full", false, "the full set: -duration 5s -reps 3 unless given")
+		full        = fs.Bool("full", false, "the full set: every scenario, -duration 5s -reps 3 unless given")
 		leasesArg   = fs.String("leases", "", "comma-separated fan-outs of the renewal scenario (default 1000,10000)")
 	)
 	fs.IntVar(&opt.minHandoffs, "min-handoffs", 20, "handoffs a handoff run collects at least, even past its window")
@@ -219,6 +220,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		if !set["reps"] {
 			opt.reps = 3
+		}
+		if !set["scenarios"] {
+			*scenarioArg = scenarioNames()
 		}
 	}
 	if opt.window <= 0 || opt.bound <= 0 || opt.reps < 1 || opt.minHandoffs < 1 {
@@ -274,6 +278,8 @@ func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender
 		}
 		res.ElapsedS = time.Since(start).Seconds()
 		return res, nil
+	case queueCost:
+		return runQueueCost(ctx, r, s, ct, name, rep, opt)
 	}
 	o, err := runLoop(ctx, r, s, ct, name, opt.window)
 	if err != nil {
@@ -289,6 +295,12 @@ func progressNote(res result) string {
 		return fmt.Sprintf(" (%d handoffs)", len(res.handoffs))
 	case res.Renewal != nil:
 		return ""
+	case res.Queue != nil:
+		var parts []string
+		for _, q := range res.Queue {
+			parts = append(parts, fmt.Sprintf("%d writers: %d requests", q.Writers, q.Requests))
+		}
+		return " (" + strings.Join(parts, "; ") + ")"
 	}
 	n := 0
 	for _, c := range res.Classes {

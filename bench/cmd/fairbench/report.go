@@ -111,6 +111,13 @@ type result struct {
 	Unblocked int `json:"unblocked,omitempty"`
 	// Renewal is one outcome per fan-out (renewal scenario).
 	Renewal []*renewalOutcome `json:"renewal,omitempty"`
+	// Queue is one outcome per queue length, shortest first (queue-cost
+	// scenario).
+	Queue []*queueOutcome `json:"queue,omitempty"`
+	// RedisCPUGrowth is the redis-server CPU per grant at the longest
+	// queue over that at the shortest (queue-cost scenario; for the
+	// medians, that of the median costs); absent without commandstats.
+	RedisCPUGrowth float64 `json:"redis_cpu_growth,omitempty"`
 
 	// samples keeps what the charts draw: the recorded requests of a
 	// closed-loop run, and their run's start.

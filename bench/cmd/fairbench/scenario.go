@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ const (
 	closedLoop kind = iota // fairness.Loop workers: acquire, hold, release, think
 	handoff                // one holder, one blocked waiter: the release-to-grant time
 	renewal                // one process holding many leases: the watchdog's cost
+	queueCost              // closed loops of one shape at several queue lengths: cost per grant by length
 )
 
 // class is one class of closed-loop workers on a scenario's lock: each
@@ -50,12 +52,19 @@ type scenario struct {
 	distinct bool
 	// leases are the fan-outs of a renewal scenario.
 	leases []int
+	// queues are the runs of a queue-cost scenario, one writer class each
+	// on one name, shortest queue first: the same shape with more writers,
+	// so that what grows per grant is what the queue's length costs.
+	queues []class
+	// optional scenarios are left out of the default set, which is meant
+	// to take about a minute; -scenarios or -full runs them.
+	optional bool
 }
 
 // exclusive reports whether the scenario asks only for write holds, so
 // that the peer libraries (exclusive locks only) can run it too.
 func (s *scenario) exclusive() bool {
-	for _, c := range s.classes {
+	for _, c := range slices.Concat(s.classes, s.queues) {
 		if c.kind != fairness.Writer || c.readShare > 0 {
 			return false
 		}
@@ -105,8 +114,27 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "queue-cost",
+		about: fmt.Sprintf("contended with 8 writers on 2 clients, then 256 on 8 (fair policies' target: 256÷8 <= %.1f)",
+			queueCostTarget),
+		kind: queueCost,
+		queues: []class{
+			{kind: fairness.Writer, workers: 8, clients: 2},
+			// 32 owners per client: rueidis multiplexes them on its
+			// pipelined connection, and go-redis caps its pool at 10
+			// connections per CPU, so the server sees a few hundred
+			// connections at most.
+			{kind: fairness.Writer, workers: 256, clients: 8},
+		},
+		// Two runs per contender, the 256 writers' lasting up to twice
+		// the window (their last requests may wait a whole window): about
+		// 17s with a 1s window on two CPUs, which would make the default
+		// run's minute more than a quarter longer.
+		optional: true,
+	},
+	{
 		name:  "handoff",
-		about: "a holder releases while a waiter on another client is blocked: waiter granted minus holder's Unlock returned",
+		about: "a holder releases while a waiter on another client is blocked: waiter granted minus holder's Unlock call",
 		kind:  handoff,
 	},
 	{
@@ -141,6 +169,30 @@ func scenarioNames() string {
 	names := make([]string, len(scenarios))
 	for i, s := range scenarios {
 		names[i] = s.name
+	}
+	return strings.Join(names, ",")
+}
+
+// defaultScenarioNames returns the names of the scenarios a run without
+// -scenarios or -full runs (all but the optional ones), comma-separated.
+func defaultScenarioNames() string {
+	var names []string
+	for _, s := range scenarios {
+		if !s.optional {
+			names = append(names, s.name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// optionalScenarioNames returns the names of the optional scenarios,
+// comma-separated.
+func optionalScenarioNames() string {
+	var names []string
+	for _, s := range scenarios {
+		if s.optional {
+			names = append(names, s.name)
+		}
 	}
 	return strings.Join(names, ",")
 }

@@ -118,6 +118,17 @@ func medianOf(reps []result) result {
 			m.Unblocked += r.Unblocked
 		}
 	}
+	if first.Queue != nil {
+		m.Queue = medianQueue(reps)
+		// The ratio of the medians shown, rather than the median of the
+		// ratios, so that the table's last column follows from its others.
+		m.RedisCPUGrowth = cpuGrowth(m.Queue)
+		// The spread over the repetitions that had both readings.
+		known := slices.DeleteFunc(slices.Clone(reps), func(r result) bool { return r.RedisCPUGrowth <= 0 })
+		if m.RedisCPUGrowth > 0 && len(known) > 0 {
+			m.Spread["redis_cpu_growth"] = spreadBy(known, func(r result) float64 { return r.RedisCPUGrowth })
+		}
+	}
 	for i := range first.Renewal {
 		var all []*renewalOutcome
 		for _, r := range reps {

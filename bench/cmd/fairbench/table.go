@@ -47,6 +47,8 @@ func writeScenario(w io.Writer, s scenario, results []result) error {
 		return writeHandoff(w, results)
 	case renewal:
 		return writeRenewal(w, results)
+	case queueCost:
+		return writeQueueCost(w, s, results)
 	}
 	return writeLoop(w, results)
 }
@@ -217,13 +219,16 @@ times); grants/s = grants within the window per second; × redisson = the
 ratio to the Redisson policy in the same scenario. scripts/grant and
 cmds/grant = Redis script calls and commands (those scripts ran included) per
 grant, from INFO commandstats; redis µs/grant = redis-server CPU per grant.
-handoff = the waiter's grant minus the holder's Unlock return, by what woke
+handoff = the waiter's grant minus the holder's Unlock call, by what woke
 the waiter; stalled = handoffs whose blocked waiter was not granted within 2s
 of the release (lost wake-ups, left out of the percentiles); p50 × best = the
 ratio to the lowest p50. renewal: Redis calls per
 watchdog round while one process holds the leases (fairrw sends a round's
 script calls, at most 100 leases each, in one pipelined round trip); round ms =
 from the round's start to its last reply; n/a = not observable (one timer per
-lock).
+lock). queue cost: the contended loop once per queue length (writers on the
+name); W p99 ms and W t/o as above; µs/grant 256÷8 = redis µs/grant with the
+longest queue over that with the shortest, which a grant whose cost does not
+depend on the writers queued behind it keeps near 1.
 `)
 }

@@ -1,0 +1,361 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/lua"
+)
+
+// fairPolicies are the policies that grant on release.
+var fairPolicies = []fairrw.Policy{fairrw.WriterPreferring(), fairrw.PhaseFair()}
+
+// queueWriter starts Lock(Write) on m in the background and returns its
+// outcome's channel once the waiter is queued (the lock's queue grew).
+func queueWriter(t *testing.T, ctx context.Context, raw rueidis.Client, m *fairrw.RWMutex) <-chan acquired {
+	t.Helper()
+	before := queueLen(t, raw, m.Name())
+	out := make(chan acquired, 1)
+	go func() {
+		l, err := m.Lock(ctx)
+		out <- acquired{l, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for queueLen(t, raw, m.Name()) <= before {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never queued")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return out
+}
+
+type acquired struct {
+	l   *fairrw.Lease
+	err error
+}
+
+func queueLen(t *testing.T, raw rueidis.Client, name string) int64 {
+	n, err := raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// lockKeysLeft lists the keys of name still in Redis, but for the fencing
+// key (it keeps the last token for a second) and the give-up markers of
+// owners that gave up (they must outlive any late copy of the owner's
+// attempts, and expire by themselves: checked here).
+func lockKeysLeft(t *testing.T, raw rueidis.Client, name string) []string {
+	ctx := context.Background()
+	keys, err := raw.Do(ctx, raw.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := strings.TrimSuffix(compat.OwnerMarker(name, "x"), "x")
+	var out []string
+	for _, k := range keys {
+		switch {
+		case !strings.Contains(k, "{"+name+"}") || k == compat.Fence(name):
+		case strings.HasPrefix(k, marker):
+			if ttl, err := raw.Do(ctx, raw.B().Pttl().Key(k).Build()).AsInt64(); err == nil && ttl == -1 {
+				t.Fatalf("give-up marker %s has no expiry", k)
+			}
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func eventuallyNoLockKeys(t *testing.T, raw rueidis.Client, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := lockKeysLeft(t, raw, name)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys left behind: %v", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGrantOnRelease: the release grants the queued writer the lock. A
+// waiter in another Client learns it from the release's message, one in
+// the releasing Client from the Unlock's reply; neither makes another
+// attempt, and each gets a greater token than the holder's.
+func TestGrantOnRelease(t *testing.T) {
+	r := redistest.Start(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		for _, local := range []bool{false, true} {
+			t.Run(p.String()+"/local="+strconv.FormatBool(local), func(t *testing.T) {
+				name := "grant:" + p.String() + ":" + strconv.FormatBool(local)
+				holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+				waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+				if local {
+					waiterC = holderC
+				}
+				h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+				w := queueWriter(t, testCtx(t), raw, waiterC.RWMutex(name))
+				time.Sleep(50 * time.Millisecond) // the waiter sleeps
+				mustUnlock(t, h)
+				got := <-w
+				if got.err != nil {
+					t.Fatal(got.err)
+				}
+				// In the releasing Client, the Unlock's reply and the
+				// message race (over RESP3 the message comes first, on the
+				// same connection): either hands over the grant.
+				if by := got.l.WokenBy(); by != "grant" && !(local && by == "reply") {
+					t.Errorf("woken by %q, want the grant (its message or, locally, the reply)", by)
+				}
+				if got.l.Token() <= h.Token() {
+					t.Errorf("grant token %d not above the holder's %d", got.l.Token(), h.Token())
+				}
+				if _, err := holderC.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+					t.Fatalf("TryLock while the granted writer holds: %v", err)
+				}
+				if time.Until(got.l.Deadline()) < 10*time.Second {
+					t.Errorf("granted lease ends in %v: shorter than two thirds of the lease", time.Until(got.l.Deadline()))
+				}
+				mustUnlock(t, got.l)
+				eventuallyNoLockKeys(t, raw, name)
+			})
+		}
+	}
+}
+
+// TestGrantToGoneWaiter: a writer queued and gone (crashed: it never takes
+// its grant up) is granted the lock on release, and that grant keeps the
+// next writer out no longer than the gone writer's queue entry would have.
+func TestGrantToGoneWaiter(t *testing.T) {
+	r := redistest.Start(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "grant:gone:" + p.String()
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(3*time.Second))
+			h := mustLock(t, c.RWMutex(name), fairrw.Write)
+			const entry = 1500 * time.Millisecond
+			queued := time.Now()
+			ghostQueue(t, raw, p, name, "ghost:1", entry)
+			w := queueWriter(t, testCtx(t), raw, c.RWMutex(name))
+			mustUnlock(t, h) // grants the ghost, which never answers
+			got := <-w
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			waited := time.Since(queued)
+			if waited < entry-50*time.Millisecond {
+				t.Errorf("the next writer got the lock %v after the gone writer queued: inside its entry's %v", waited, entry)
+			}
+			if waited > entry+3*time.Second {
+				t.Errorf("the next writer waited %v, past the gone writer's entry (%v) and a retry bound", waited, entry)
+			}
+			mustUnlock(t, got.l)
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
+
+// ghostQueue queues a writer owner that will never come back, by the
+// acquire script itself, with an entry that lives entry.
+func ghostQueue(t *testing.T, raw rueidis.Client, p fairrw.Policy, name, owner string, entry time.Duration) {
+	t.Helper()
+	fk := compat.Fair(name)
+	src := lua.Compose("common", "fair_lib", "fair_acquire")
+	ms := strconv.FormatInt(entry.Milliseconds(), 10)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	res, err := raw.Do(context.Background(), raw.B().Eval().Script(src).Numkeys(9).
+		Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(name), fk.Channel, name, compat.OwnerMarker(name, owner)).
+		Arg(p.String(), "w", owner, ms, ms, now, "10000", "publish", "1", "0").Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := res[0].AsInt64(); status != 0 {
+		t.Fatalf("the ghost writer was not queued: status %d", status)
+	}
+}
+
+// TestGrantLostMessage: the granted waiter's subscription is cut just as
+// the release publishes its grant, so the message is lost. The waiter
+// still gets the lock at once (the re-made subscription makes it try
+// again, and its attempt finds the grant), never after its retry bound,
+// and no one else gets it meanwhile.
+func TestGrantLostMessage(t *testing.T) {
+	r := redistest.Start(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "grant:lost:" + p.String()
+			opts := []fairrw.Option{fairrw.WithPolicy(p), fairrw.WithLeaseTime(time.Minute)} // retry bound 20s
+			holderC := newClient(t, r, transports[1], opts...)
+			waiterC := newClient(t, r, transports[1], opts...)
+			h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+			w := queueWriter(t, testCtx(t), raw, waiterC.RWMutex(name))
+			time.Sleep(50 * time.Millisecond)
+			if err := raw.Do(context.Background(), raw.B().ClientKill().TypePubsub().Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			unlocked := time.Now()
+			mustUnlock(t, h)
+			if _, err := holderC.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock after a grant to the waiter: %v", err)
+			}
+			select {
+			case got := <-w:
+				if got.err != nil {
+					t.Fatal(got.err)
+				}
+				t.Logf("granted %v after the release, woken by %s", time.Since(unlocked).Round(time.Millisecond), got.l.WokenBy())
+				mustUnlock(t, got.l)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter whose grant message was lost still waits")
+			}
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
+
+// TestGrantCancelRace: a waiting writer's Lock is cancelled at the moment
+// the release grants it the lock, over and over. Either the Lock returns
+// the Lease, or it gives the grant back: the lock is free again at once,
+// never held until the grant's lease ends.
+func TestGrantCancelRace(t *testing.T) {
+	r := redistest.Start(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "grant:cancel:" + p.String()
+			holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			granted, cancelled := 0, 0
+			for i := range 30 {
+				h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+				ctx, cancel := context.WithCancel(context.Background())
+				w := queueWriter(t, ctx, raw, waiterC.RWMutex(name))
+				go func() {
+					time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
+					cancel()
+				}()
+				mustUnlock(t, h)
+				got := <-w
+				cancel()
+				switch {
+				case got.err == nil:
+					granted++
+					mustUnlock(t, got.l)
+				case errors.Is(got.err, context.Canceled):
+					cancelled++
+				default:
+					t.Fatalf("round %d: %v", i, got.err)
+				}
+				// Free at once: a grant given back does not hold the lock
+				// for its lease (30s).
+				l, err := holderC.RWMutex(name).Lock(ctxFor(t, 3*time.Second))
+				if err != nil {
+					t.Fatalf("round %d: the lock is not free after the cancelled waiter left: %v", i, err)
+				}
+				mustUnlock(t, l)
+			}
+			t.Logf("%d granted, %d cancelled", granted, cancelled)
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestGrantManyWaitersCancelled: 256 writers wait on one name, on two
+// Clients, and a quarter of them give up at random moments. Every other
+// one is granted, one at a time, with tokens that grow in grant order,
+// and nothing of the lock is left.
+func TestGrantManyWaitersCancelled(t *testing.T) {
+	r := redistest.Start(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "grant:many:" + p.String()
+			clients := []*fairrw.Client{
+				newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+				newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+			}
+			h := mustLock(t, clients[0].RWMutex(name), fairrw.Write)
+			const n = 256
+			var (
+				inside  atomic.Int32
+				mu      sync.Mutex
+				tokens  []uint64
+				wg      sync.WaitGroup
+				granted atomic.Int32
+			)
+			errs := make(chan error, n)
+			for i := range n {
+				ctx, cancel := context.WithCancel(testCtx(t))
+				if i%4 == 0 {
+					time.AfterFunc(time.Duration(rand.IntN(300))*time.Millisecond, cancel)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer cancel()
+					l, err := clients[i%2].RWMutex(name).Lock(ctx)
+					if err != nil {
+						if !errors.Is(err, context.Canceled) {
+							errs <- err
+						}
+						return
+					}
+					if inside.Add(1) != 1 {
+						errs <- errors.New("two writers inside at once")
+					}
+					mu.Lock()
+					tokens = append(tokens, l.Token())
+					mu.Unlock()
+					inside.Add(-1)
+					granted.Add(1)
+					if err := l.Unlock(context.Background()); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			time.Sleep(400 * time.Millisecond) // all queued, the cancellations done
+			mustUnlock(t, h)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if g := granted.Load(); g < n*3/4 {
+				t.Errorf("%d of %d writers granted; at most a quarter were cancelled", g, n)
+			}
+			for i := 1; i < len(tokens); i++ {
+				if tokens[i] <= tokens[i-1] {
+					t.Fatalf("token %d after %d in grant order", tokens[i], tokens[i-1])
+				}
+			}
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
