@@ -15,6 +15,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/holder"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/lua"
 )
@@ -355,6 +356,56 @@ func TestGrantManyWaitersCancelled(t *testing.T) {
 					t.Fatalf("token %d after %d in grant order", tokens[i], tokens[i-1])
 				}
 			}
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
+
+// TestGrantedWaiterKilled: a writer waiting in another process is granted
+// the lock by a release and killed (kill -9) right after: it never unlocks
+// and its watchdog stops. Its hold keeps the next writer out until its
+// lease ends, no longer (and not for a queue lease of the lock's Client).
+func TestGrantedWaiterKilled(t *testing.T) {
+	r := redistest.StartProcess(t)
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "grant:killed:" + p.String()
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			h := mustLock(t, c.RWMutex(name), fairrw.Write)
+			released := make(chan error, 1)
+			go func() { // release once the child waits: the release grants it
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					n, err := raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
+					if err != nil || n > 0 {
+						break
+					}
+				}
+				released <- h.Unlock(context.Background())
+			}()
+			child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: holderLease})
+			child.Kill()
+			killed := time.Now()
+			if err := <-released; err != nil {
+				t.Fatal(err)
+			}
+			if child.Token <= h.Token() {
+				t.Fatalf("the child's token %d is not above the releasing holder's %d", child.Token, h.Token())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*holderLease)
+			defer cancel()
+			l, err := c.RWMutex(name).Lock(ctx)
+			at := time.Now()
+			if err != nil {
+				t.Fatalf("the next writer after the granted waiter was killed: %v", err)
+			}
+			if at.Before(child.Deadline) {
+				t.Errorf("the next writer got the lock %v before the killed grantee's deadline", child.Deadline.Sub(at))
+			}
+			if wait := at.Sub(killed); wait > holderLease+time.Second {
+				t.Errorf("the next writer got the lock %v after the kill, later than the %v lease (+1s)", wait, holderLease)
+			}
+			mustUnlock(t, l)
 			eventuallyNoLockKeys(t, raw, name)
 		})
 	}
