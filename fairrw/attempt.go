@@ -39,6 +39,7 @@ func (m *RWMutex) request(o *owner, mode Mode, cfg acquireConfig) acquireRequest
 		publish:      m.c.publish,
 		syncReplicas: m.c.syncReplicas,
 		syncTimeout:  m.c.syncTimeout,
+		notify:       cfg.notify,
 	}
 }
 
@@ -56,6 +57,7 @@ func (m *RWMutex) request(o *owner, mode Mode, cfg acquireConfig) acquireRequest
 func (m *RWMutex) attempt(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, further int, wait, tracked bool) (attemptResult, error) {
 	req := m.request(o, mode, cfg)
 	req.further = further
+	o.read = o.read || mode == Read // before sending: its outcome may stay unknown
 	req.wait = wait
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{sent: time.Now()}
@@ -139,11 +141,13 @@ func (m *RWMutex) release(ctx context.Context, o *owner, mode Mode, st ownerStat
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	req := releaseRequest{
-		mode:      mode,
-		owner:     o.id,
-		request:   newRequestID(),
-		abandon:   abandon,
-		state:     st,
+		mode:    mode,
+		owner:   o.id,
+		request: newRequestID(),
+		abandon: abandon,
+		state:   st,
+		// A read attempt given up may have been granted unseen.
+		mayRead:   o.read || mode == Read,
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),

@@ -66,8 +66,13 @@
 // waiters), a client-side-caching invalidation of the lock key (when the
 // Client built its own connection with tracking), or at the latest the PTTL
 // that its failed attempt returned, since Redis sends nothing when a lock
-// expires. Wake-ups are targeted: a release wakes one waiting writer, or all
-// waiting readers, not every waiter.
+// expires; a fair policy's waiter also comes back every third of the lease,
+// to keep its place in the queue. Wake-ups are targeted: a release wakes
+// one waiting writer, or all waiting readers, not every waiter. Under
+// WriterPreferring and PhaseFair the release that frees the lock grants it
+// to the writer at the head of the queue, in the same script: the message
+// (or, in the releasing Client, the Unlock's reply) carries the grant, and
+// the waiter holds the lock without another round trip.
 //
 // # Safety
 //

@@ -242,20 +242,27 @@ func (f acquireOptionFunc) applyAcquire(c *acquireConfig) error { return f(c) }
 type acquireConfig struct {
 	lease    time.Duration // 0: the client's watchdog lease, renewed
 	explicit bool
-	// owner is not an option: it is the owner of the tenure the acquire
-	// belongs to, fixed when the acquire begins (RWMutex.begin). Every
-	// command of the acquire, and of the hold it grants, uses it.
-	owner string
-	// unreachableFails is not an option either: a quorum's node attempt
-	// gives up at once when it cannot connect, rather than retry until its
-	// round's timeout (the round counts the node as refusing).
+	// unreachableFails is not an option: a quorum's node attempt gives up
+	// at once when it cannot connect, rather than retry until its round's
+	// timeout (the round counts the node as refusing).
 	unreachableFails bool
+	// notify is not an option either: a quorum Lock's node attempt, refused,
+	// asks to be told when the way is clear (a fair policy's "r"), as a
+	// queued waiter would be; a plain TryLock changes nothing when refused.
+	notify bool
 }
 
 // failUnreachable is the quorum rounds' internal acquire option (see
 // acquireConfig.unreachableFails).
 var failUnreachable AcquireOption = acquireOptionFunc(func(c *acquireConfig) error {
 	c.unreachableFails = true
+	return nil
+})
+
+// notifyWhenFree is the quorum Lock's internal acquire option (see
+// acquireConfig.notify).
+var notifyWhenFree AcquireOption = acquireOptionFunc(func(c *acquireConfig) error {
+	c.notify = true
 	return nil
 })
 

@@ -35,6 +35,10 @@ type owner struct {
 	// queued is set when a refused attempt left a queue entry (a fair
 	// policy's waiter): a Lock that gives up must withdraw it.
 	queued bool
+	// read is set once the owner attempted a read (granted or not, seen or
+	// not): a release of an owner that never did need not look for its
+	// reads in Redis.
+	read bool
 }
 
 // newOwner draws a new owner id from the Client's counter, keeping

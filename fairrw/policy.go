@@ -68,6 +68,7 @@ type acquireRequest struct {
 	window  time.Duration
 	publish string
 	wait    bool // queue up when refused (Lock, RLock), not for Try*
+	notify  bool // refused without queueing, be told when the way is clear (a quorum Lock's)
 	// further > 0 takes a further hold of an owner that holds already,
 	// and makes further its count of holds in mode; 0 is a first hold.
 	further int
@@ -131,6 +132,7 @@ type releaseRequest struct {
 	request   string // unlock request id (32 hex digits), for the latch
 	abandon   bool   // give the owner up: mark it, drop its queue entries
 	state     ownerState
+	mayRead   bool // the owner may hold reads in Redis (it had one, or this is a read's)
 	stamp     time.Time
 	window    time.Duration
 	latchTTL  time.Duration

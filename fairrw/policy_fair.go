@@ -78,7 +78,7 @@ func (p fairPolicy) common(k *lockKeys, mode Mode, owner string, lease, queue, s
 
 func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
 	keys, args := p.common(k, r.mode, r.owner, millis(r.lease), millis(r.queue), stampArg(r.stamp), millis(r.window), r.publish)
-	return runAcquire(ctx, rdb, fairAcquire, keys, append(args, boolArg(r.wait), strconv.Itoa(r.further)), r)
+	return runAcquire(ctx, rdb, fairAcquire, keys, append(args, boolArg(r.wait), strconv.Itoa(r.further), boolArg(r.notify)), r)
 }
 
 func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
@@ -86,7 +86,7 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 	keys = append(keys, compat.UnlockLatch(k.name, r.request))
 	args = append(args, millis(r.latchTTL), boolArg(r.abandon), millis(r.markerTTL))
 	args = append(args, r.state.writeArgs()...)
-	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()))
+	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()), boolArg(r.mayRead))
 	values, err := fairUnlock.Exec(ctx, rdb, keys, args).ToArray()
 	if err != nil {
 		return releaseNotHeld, redisError(err)

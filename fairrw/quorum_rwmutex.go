@@ -109,6 +109,9 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 	}()
 	splits := 0
 	woken := wakeNone // what ended the last sleep
+	if wait {
+		opts = append(opts[:len(opts):len(opts)], notifyWhenFree)
+	}
 	for {
 		*rounds++
 		out := m.round(ctx, mode, opts, cfg.lease)

@@ -4,6 +4,9 @@
 -- ARGV[9]  "1" to queue up when refused (Lock, RLock), "0" not to (Try*)
 -- ARGV[10] 0 for an owner's first hold; n > 0 for a further hold of an
 --          owner that holds the lock, which makes n its count in that mode
+-- ARGV[11] "1": refused, tell this waiter "r" when the way is clear though
+--          it keeps no queue entry (a quorum Lock's round); "0": a TryLock,
+--          whose refusal changes nothing
 --
 -- Returns {1, token} when granted, {0, ms, us} when refused (ms: the longest
 -- to wait before trying again; us: the server's clock in microseconds, so
@@ -64,10 +67,11 @@ local function write(count)
   return token
 end
 
--- turned records that a waiter without a queue entry was refused: the
--- release that leaves no writer holding or waiting tells it "r".
+-- turned records that a waiter without a queue entry was refused (an RLock,
+-- or a quorum Lock's round; never a TryLock): the release that leaves no
+-- writer holding or waiting tells it "r".
 local function turned()
-  if not st.turned then
+  if not st.turned and (queue or ARGV[11] == '1') then
     hset('turned', 1)
     st.turned = '1'
   end
@@ -86,7 +90,7 @@ elseif ARGV[2] == 'r' then
   if not admit and not st.writer then
     if pf then
       local adm = tonumber(redis.call('zscore', A, owner))
-      admit = adm ~= nil and adm > now
+      admit = adm ~= nil and adm >= now
     end
     admit = admit or head() == nil
   end

@@ -31,7 +31,10 @@
 -- Returns: nothing itself; it defines the helpers the operations use.
 --
 -- Invariant: every entry carries a deadline on the server's clock, and an
--- entry whose deadline passed counts for nothing: a crashed reader, writer
+-- entry whose deadline passed counts for nothing (passed: now > deadline,
+-- never now = deadline: the clock is read in whole milliseconds, floored,
+-- so a deadline set at now + lease may lie up to 1 ms before the holder's
+-- own, which counts from the moment it sent the attempt): a crashed reader, writer
 -- or waiting writer blocks no one past its lease. Dead entries are dropped
 -- lazily, where they would block someone (a dead writer when S is read, the
 -- readers when all of them are dead, a waiting writer when it is first), so
@@ -118,7 +121,7 @@ end
 
 -- settle drops the writer if its lease ran out.
 local function settle()
-  if st.writer and not (st.wdeadline and st.wdeadline > now) then
+  if st.writer and not (st.wdeadline and st.wdeadline >= now) then
     redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
     st.writer, st.wcount, st.wdeadline, st.wtoken = false, nil, nil, false
   end
@@ -131,7 +134,7 @@ local function entry(e)
   end
   local d, l = string.match(e, '^(%d+):(%d+)$')
   d = tonumber(d)
-  if d and d > now then
+  if d and d >= now then
     return d, tonumber(l)
   end
   return nil
@@ -140,7 +143,7 @@ end
 -- read_deadline is owner's live read deadline, or nil.
 local function read_deadline(o)
   local d = tonumber(redis.call('zscore', R, o))
-  if d and d > now then
+  if d and d >= now then
     return d
   end
   return nil
@@ -153,7 +156,7 @@ local function readers_alive()
   if not top[2] then
     return false
   end
-  if tonumber(top[2]) > now then
+  if tonumber(top[2]) >= now then
     return true
   end
   redis.call('del', R)
@@ -167,7 +170,7 @@ local function admitted_alive()
   if not top[2] then
     return false
   end
-  if tonumber(top[2]) > now then
+  if tonumber(top[2]) >= now then
     return true
   end
   redis.call('del', A)
@@ -261,7 +264,7 @@ local function bound(hd)
   local earliest = now + qlease
   if st.writer then
     -- Only the writer's own reads can hold beside it: its end comes first.
-    return math.max(math.min(earliest, st.wdeadline) - now, 1)
+    return math.max(math.min(earliest, st.wdeadline) - now + 1, 1)
   end
   if hd then earliest = math.min(earliest, hd) end
   local first = redis.call('zrange', R, 0, 0, 'withscores')
@@ -270,7 +273,7 @@ local function bound(hd)
     local adm = redis.call('zrange', A, 0, 0, 'withscores')
     if adm[2] then earliest = math.min(earliest, tonumber(adm[2])) end
   end
-  return math.max(earliest - now, 1)
+  return math.max(earliest - now + 1, 1) -- an entry counts until now > deadline
 end
 
 -- tidy deletes the lock's keys once no one holds or waits (the last

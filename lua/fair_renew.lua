@@ -32,7 +32,7 @@ for i = 1, #KEYS / 2 do
   if mode == 'w' then
     local v = redis.call('hmget', S, 'writer', 'wdeadline')
     local wd = tonumber(v[2])
-    if v[1] == owner and wd and wd > now then
+    if v[1] == owner and wd and wd >= now then
       if deadline > wd then
         redis.call('hset', S, 'wdeadline', deadline)
       end
@@ -41,7 +41,7 @@ for i = 1, #KEYS / 2 do
     end
   else
     local rd = tonumber(redis.call('zscore', R, owner))
-    if rd and rd > now then
+    if rd and rd >= now then
       redis.call('zadd', R, 'GT', deadline, owner)
       cover(R)
       alive = 1

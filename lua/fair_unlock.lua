@@ -11,6 +11,8 @@
 -- ARGV[13] how long the longest of them has left, in ms
 -- ARGV[14] how many read holds the owner still has alive
 -- ARGV[15] how long the longest of them has left, in ms
+-- ARGV[16] "1" when the owner may hold reads in Redis (it was granted one,
+--          or this releases or gives up a read); "0" spares looking
 --
 -- Returns {result, grantee, token}: result -1 when the owner held no such
 -- hold (or it had expired), 0 when the owner still holds in that mode, 1
@@ -48,10 +50,12 @@ end
 local writes, nreads = tonumber(ARGV[12]), tonumber(ARGV[14])
 local writer = st.writer == owner
 -- The owner's reads: none alive any more, or the longest one's deadline.
-local reads
+local reads = false
 if nreads == 0 then
-  reads = redis.call('zrem', R, owner) == 1
-  freed = freed or reads
+  if ARGV[16] == '1' then
+    reads = redis.call('zrem', R, owner) == 1
+    freed = freed or reads
+  end
 elseif read_deadline(owner) then
   reads = true
   local deadline = now + tonumber(ARGV[15])
