@@ -23,6 +23,20 @@ import (
 // fairPolicies are the policies that grant on release.
 var fairPolicies = []fairrw.Policy{fairrw.WriterPreferring(), fairrw.PhaseFair()}
 
+// forFairPolicies runs body as a subtest per fair policy, on r, with a
+// lock name of its own (prefix:policy), and checks afterwards that nothing
+// of the lock is left in Redis.
+func forFairPolicies(t *testing.T, r *redistest.Redis, prefix string, body func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string)) {
+	raw := fRaw(t, r)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := prefix + ":" + p.String()
+			body(t, r, raw, p, name)
+			eventuallyNoLockKeys(t, raw, name)
+		})
+	}
+}
+
 // queueWriter starts Lock(Write) on m in the background and returns its
 // outcome's channel once the waiter is queued (the lock's queue grew).
 func queueWriter(t *testing.T, ctx context.Context, raw rueidis.Client, m *fairrw.RWMutex) <-chan acquired {
@@ -49,11 +63,16 @@ type acquired struct {
 }
 
 func queueLen(t *testing.T, raw rueidis.Client, name string) int64 {
-	n, err := raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
+	n, err := queueLenOf(raw, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// queueLenOf is how many writers wait in the queue of name.
+func queueLenOf(raw rueidis.Client, name string) (int64, error) {
+	return raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
 }
 
 // lockKeysLeft lists the keys of name still in Redis, but for the fencing
@@ -136,7 +155,22 @@ func TestGrantOnRelease(t *testing.T) {
 				if time.Until(got.l.Deadline()) < 10*time.Second {
 					t.Errorf("granted lease ends in %v: shorter than two thirds of the lease", time.Until(got.l.Deadline()))
 				}
+				// The grant is a whole hold of its owner: further holds
+				// taken from it (a reentrant write, a downgrade's read)
+				// outlive its Unlock in any order, and keep others out.
+				w2 := mustFurther(t, got.l, fairrw.Write)
+				rd := mustFurther(t, w2, fairrw.Read)
 				mustUnlock(t, got.l)
+				mustUnlock(t, w2)
+				if _, err := holderC.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+					t.Fatalf("TryLock while the grant's downgrade read holds: %v", err)
+				}
+				mustUnlock(t, rd)
+				l, err := holderC.RWMutex(name).TryLock(testCtx(t))
+				if err != nil {
+					t.Fatalf("TryLock after every hold of the granted owner ended: %v", err)
+				}
+				mustUnlock(t, l)
 				eventuallyNoLockKeys(t, raw, name)
 			})
 		}
@@ -147,33 +181,27 @@ func TestGrantOnRelease(t *testing.T) {
 // its grant up) is granted the lock on release, and that grant keeps the
 // next writer out no longer than the gone writer's queue entry would have.
 func TestGrantToGoneWaiter(t *testing.T) {
-	r := redistest.Start(t)
-	raw := fRaw(t, r)
-	for _, p := range fairPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			name := "grant:gone:" + p.String()
-			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(3*time.Second))
-			h := mustLock(t, c.RWMutex(name), fairrw.Write)
-			const entry = 1500 * time.Millisecond
-			queued := time.Now()
-			ghostQueue(t, raw, p, name, "ghost:1", entry)
-			w := queueWriter(t, testCtx(t), raw, c.RWMutex(name))
-			mustUnlock(t, h) // grants the ghost, which never answers
-			got := <-w
-			if got.err != nil {
-				t.Fatal(got.err)
-			}
-			waited := time.Since(queued)
-			if waited < entry-50*time.Millisecond {
-				t.Errorf("the next writer got the lock %v after the gone writer queued: inside its entry's %v", waited, entry)
-			}
-			if waited > entry+3*time.Second {
-				t.Errorf("the next writer waited %v, past the gone writer's entry (%v) and a retry bound", waited, entry)
-			}
-			mustUnlock(t, got.l)
-			eventuallyNoLockKeys(t, raw, name)
-		})
-	}
+	forFairPolicies(t, redistest.Start(t), "grant:gone", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
+		c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(3*time.Second))
+		h := mustLock(t, c.RWMutex(name), fairrw.Write)
+		const entry = 1500 * time.Millisecond
+		queued := time.Now()
+		ghostQueue(t, raw, p, name, "ghost:1", entry)
+		w := queueWriter(t, testCtx(t), raw, c.RWMutex(name))
+		mustUnlock(t, h) // grants the ghost, which never answers
+		got := <-w
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		waited := time.Since(queued)
+		if waited < entry-50*time.Millisecond {
+			t.Errorf("the next writer got the lock %v after the gone writer queued: inside its entry's %v", waited, entry)
+		}
+		if waited > entry+3*time.Second {
+			t.Errorf("the next writer waited %v, past the gone writer's entry (%v) and a retry bound", waited, entry)
+		}
+		mustUnlock(t, got.l)
+	})
 }
 
 // ghostQueue queues a writer owner that will never come back, by the
@@ -201,38 +229,32 @@ func ghostQueue(t *testing.T, raw rueidis.Client, p fairrw.Policy, name, owner s
 // again, and its attempt finds the grant), never after its retry bound,
 // and no one else gets it meanwhile.
 func TestGrantLostMessage(t *testing.T) {
-	r := redistest.Start(t)
-	raw := fRaw(t, r)
-	for _, p := range fairPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			name := "grant:lost:" + p.String()
-			opts := []fairrw.Option{fairrw.WithPolicy(p), fairrw.WithLeaseTime(time.Minute)} // retry bound 20s
-			holderC := newClient(t, r, transports[1], opts...)
-			waiterC := newClient(t, r, transports[1], opts...)
-			h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
-			w := queueWriter(t, testCtx(t), raw, waiterC.RWMutex(name))
-			time.Sleep(50 * time.Millisecond)
-			if err := raw.Do(context.Background(), raw.B().ClientKill().TypePubsub().Build()).Error(); err != nil {
-				t.Fatal(err)
+	forFairPolicies(t, redistest.Start(t), "grant:lost", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
+		opts := []fairrw.Option{fairrw.WithPolicy(p), fairrw.WithLeaseTime(time.Minute)} // retry bound 20s
+		holderC := newClient(t, r, transports[1], opts...)
+		waiterC := newClient(t, r, transports[1], opts...)
+		h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+		w := queueWriter(t, testCtx(t), raw, waiterC.RWMutex(name))
+		time.Sleep(50 * time.Millisecond)
+		if err := raw.Do(context.Background(), raw.B().ClientKill().TypePubsub().Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		unlocked := time.Now()
+		mustUnlock(t, h)
+		if _, err := holderC.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Fatalf("TryLock after a grant to the waiter: %v", err)
+		}
+		select {
+		case got := <-w:
+			if got.err != nil {
+				t.Fatal(got.err)
 			}
-			unlocked := time.Now()
-			mustUnlock(t, h)
-			if _, err := holderC.RWMutex(name).TryLock(testCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
-				t.Fatalf("TryLock after a grant to the waiter: %v", err)
-			}
-			select {
-			case got := <-w:
-				if got.err != nil {
-					t.Fatal(got.err)
-				}
-				t.Logf("granted %v after the release, woken by %s", time.Since(unlocked).Round(time.Millisecond), got.l.WokenBy())
-				mustUnlock(t, got.l)
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiter whose grant message was lost still waits")
-			}
-			eventuallyNoLockKeys(t, raw, name)
-		})
-	}
+			t.Logf("granted %v after the release, woken by %s", time.Since(unlocked).Round(time.Millisecond), got.l.WokenBy())
+			mustUnlock(t, got.l)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter whose grant message was lost still waits")
+		}
+	})
 }
 
 // TestGrantCancelRace: a waiting writer's Lock is cancelled at the moment
@@ -240,46 +262,40 @@ func TestGrantLostMessage(t *testing.T) {
 // the Lease, or it gives the grant back: the lock is free again at once,
 // never held until the grant's lease ends.
 func TestGrantCancelRace(t *testing.T) {
-	r := redistest.Start(t)
-	raw := fRaw(t, r)
-	for _, p := range fairPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			name := "grant:cancel:" + p.String()
-			holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-			waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-			granted, cancelled := 0, 0
-			for i := range 30 {
-				h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
-				ctx, cancel := context.WithCancel(context.Background())
-				w := queueWriter(t, ctx, raw, waiterC.RWMutex(name))
-				go func() {
-					time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
-					cancel()
-				}()
-				mustUnlock(t, h)
-				got := <-w
+	forFairPolicies(t, redistest.Start(t), "grant:cancel", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
+		holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+		waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+		granted, cancelled := 0, 0
+		for i := range 30 {
+			h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+			ctx, cancel := context.WithCancel(context.Background())
+			w := queueWriter(t, ctx, raw, waiterC.RWMutex(name))
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
 				cancel()
-				switch {
-				case got.err == nil:
-					granted++
-					mustUnlock(t, got.l)
-				case errors.Is(got.err, context.Canceled):
-					cancelled++
-				default:
-					t.Fatalf("round %d: %v", i, got.err)
-				}
-				// Free at once: a grant given back does not hold the lock
-				// for its lease (30s).
-				l, err := holderC.RWMutex(name).Lock(ctxFor(t, 3*time.Second))
-				if err != nil {
-					t.Fatalf("round %d: the lock is not free after the cancelled waiter left: %v", i, err)
-				}
-				mustUnlock(t, l)
+			}()
+			mustUnlock(t, h)
+			got := <-w
+			cancel()
+			switch {
+			case got.err == nil:
+				granted++
+				mustUnlock(t, got.l)
+			case errors.Is(got.err, context.Canceled):
+				cancelled++
+			default:
+				t.Fatalf("round %d: %v", i, got.err)
 			}
-			t.Logf("%d granted, %d cancelled", granted, cancelled)
-			eventuallyNoLockKeys(t, raw, name)
-		})
-	}
+			// Free at once: a grant given back does not hold the lock
+			// for its lease (30s).
+			l, err := holderC.RWMutex(name).Lock(ctxFor(t, 3*time.Second))
+			if err != nil {
+				t.Fatalf("round %d: the lock is not free after the cancelled waiter left: %v", i, err)
+			}
+			mustUnlock(t, l)
+		}
+		t.Logf("%d granted, %d cancelled", granted, cancelled)
+	})
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -293,72 +309,66 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // one is granted, one at a time, with tokens that grow in grant order,
 // and nothing of the lock is left.
 func TestGrantManyWaitersCancelled(t *testing.T) {
-	r := redistest.Start(t)
-	raw := fRaw(t, r)
-	for _, p := range fairPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			name := "grant:many:" + p.String()
-			clients := []*fairrw.Client{
-				newClient(t, r, transports[0], fairrw.WithPolicy(p)),
-				newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+	forFairPolicies(t, redistest.Start(t), "grant:many", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
+		clients := []*fairrw.Client{
+			newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+			newClient(t, r, transports[0], fairrw.WithPolicy(p)),
+		}
+		h := mustLock(t, clients[0].RWMutex(name), fairrw.Write)
+		const n = 256
+		var (
+			inside  atomic.Int32
+			mu      sync.Mutex
+			tokens  []uint64
+			wg      sync.WaitGroup
+			granted atomic.Int32
+		)
+		errs := make(chan error, n)
+		for i := range n {
+			ctx, cancel := context.WithCancel(testCtx(t))
+			if i%4 == 0 {
+				time.AfterFunc(time.Duration(rand.IntN(300))*time.Millisecond, cancel)
 			}
-			h := mustLock(t, clients[0].RWMutex(name), fairrw.Write)
-			const n = 256
-			var (
-				inside  atomic.Int32
-				mu      sync.Mutex
-				tokens  []uint64
-				wg      sync.WaitGroup
-				granted atomic.Int32
-			)
-			errs := make(chan error, n)
-			for i := range n {
-				ctx, cancel := context.WithCancel(testCtx(t))
-				if i%4 == 0 {
-					time.AfterFunc(time.Duration(rand.IntN(300))*time.Millisecond, cancel)
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer cancel()
-					l, err := clients[i%2].RWMutex(name).Lock(ctx)
-					if err != nil {
-						if !errors.Is(err, context.Canceled) {
-							errs <- err
-						}
-						return
-					}
-					if inside.Add(1) != 1 {
-						errs <- errors.New("two writers inside at once")
-					}
-					mu.Lock()
-					tokens = append(tokens, l.Token())
-					mu.Unlock()
-					inside.Add(-1)
-					granted.Add(1)
-					if err := l.Unlock(context.Background()); err != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cancel()
+				l, err := clients[i%2].RWMutex(name).Lock(ctx)
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
 						errs <- err
 					}
-				}()
-			}
-			time.Sleep(400 * time.Millisecond) // all queued, the cancellations done
-			mustUnlock(t, h)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			if g := granted.Load(); g < n*3/4 {
-				t.Errorf("%d of %d writers granted; at most a quarter were cancelled", g, n)
-			}
-			for i := 1; i < len(tokens); i++ {
-				if tokens[i] <= tokens[i-1] {
-					t.Fatalf("token %d after %d in grant order", tokens[i], tokens[i-1])
+					return
 				}
+				if inside.Add(1) != 1 {
+					errs <- errors.New("two writers inside at once")
+				}
+				mu.Lock()
+				tokens = append(tokens, l.Token())
+				mu.Unlock()
+				inside.Add(-1)
+				granted.Add(1)
+				if err := l.Unlock(context.Background()); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		time.Sleep(400 * time.Millisecond) // all queued, the cancellations done
+		mustUnlock(t, h)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if g := granted.Load(); g < n*3/4 {
+			t.Errorf("%d of %d writers granted; at most a quarter were cancelled", g, n)
+		}
+		for i := 1; i < len(tokens); i++ {
+			if tokens[i] <= tokens[i-1] {
+				t.Fatalf("token %d after %d in grant order", tokens[i], tokens[i-1])
 			}
-			eventuallyNoLockKeys(t, raw, name)
-		})
-	}
+		}
+	})
 }
 
 // TestGrantedWaiterKilled: a writer waiting in another process is granted
@@ -366,47 +376,40 @@ func TestGrantManyWaitersCancelled(t *testing.T) {
 // and its watchdog stops. Its hold keeps the next writer out until its
 // lease ends, no longer (and not for a queue lease of the lock's Client).
 func TestGrantedWaiterKilled(t *testing.T) {
-	r := redistest.StartProcess(t)
-	raw := fRaw(t, r)
-	for _, p := range fairPolicies {
-		t.Run(p.String(), func(t *testing.T) {
-			name := "grant:killed:" + p.String()
-			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-			h := mustLock(t, c.RWMutex(name), fairrw.Write)
-			released := make(chan error, 1)
-			go func() { // release once the child waits: the release grants it
-				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-					n, err := raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
-					if err != nil || n > 0 {
-						break
-					}
+	forFairPolicies(t, redistest.StartProcess(t), "grant:killed", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
+		c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+		h := mustLock(t, c.RWMutex(name), fairrw.Write)
+		released := make(chan error, 1)
+		go func() { // release once the child waits: the release grants it
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				if n, err := queueLenOf(raw, name); err != nil || n > 0 {
+					break
 				}
-				released <- h.Unlock(context.Background())
-			}()
-			child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: holderLease})
-			child.Kill()
-			killed := time.Now()
-			if err := <-released; err != nil {
-				t.Fatal(err)
 			}
-			if child.Token <= h.Token() {
-				t.Fatalf("the child's token %d is not above the releasing holder's %d", child.Token, h.Token())
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*holderLease)
-			defer cancel()
-			l, err := c.RWMutex(name).Lock(ctx)
-			at := time.Now()
-			if err != nil {
-				t.Fatalf("the next writer after the granted waiter was killed: %v", err)
-			}
-			if at.Before(child.Deadline) {
-				t.Errorf("the next writer got the lock %v before the killed grantee's deadline", child.Deadline.Sub(at))
-			}
-			if wait := at.Sub(killed); wait > holderLease+time.Second {
-				t.Errorf("the next writer got the lock %v after the kill, later than the %v lease (+1s)", wait, holderLease)
-			}
-			mustUnlock(t, l)
-			eventuallyNoLockKeys(t, raw, name)
-		})
-	}
+			released <- h.Unlock(context.Background())
+		}()
+		child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: holderLease})
+		child.Kill()
+		killed := time.Now()
+		if err := <-released; err != nil {
+			t.Fatal(err)
+		}
+		if child.Token <= h.Token() {
+			t.Fatalf("the child's token %d is not above the releasing holder's %d", child.Token, h.Token())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*holderLease)
+		defer cancel()
+		l, err := c.RWMutex(name).Lock(ctx)
+		at := time.Now()
+		if err != nil {
+			t.Fatalf("the next writer after the granted waiter was killed: %v", err)
+		}
+		if at.Before(child.Deadline) {
+			t.Errorf("the next writer got the lock %v before the killed grantee's deadline", child.Deadline.Sub(at))
+		}
+		if wait := at.Sub(killed); wait > holderLease+time.Second {
+			t.Errorf("the next writer got the lock %v after the kill, later than the %v lease (+1s)", wait, holderLease)
+		}
+		mustUnlock(t, l)
+	})
 }

@@ -224,15 +224,22 @@ func TestFallsBackToMiniredis(t *testing.T) {
 	}
 }
 
-// TestEmbeddedRedisServer starts redis-server from PATH and checks that it
-// is gone after the run.
-func TestEmbeddedRedisServer(t *testing.T) {
+// needRedisServer skips the test when no redis-server is on PATH, or fails
+// it under FAIRRW_REQUIRE_REDIS=1 (CI), which must run it.
+func needRedisServer(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("FAIRRW_REQUIRE_REDIS") == "1" {
 			t.Fatalf("FAIRRW_REQUIRE_REDIS=1 but %v", err)
 		}
 		t.Skip(err)
 	}
+}
+
+// TestEmbeddedRedisServer starts redis-server from PATH and checks that it
+// is gone after the run.
+func TestEmbeddedRedisServer(t *testing.T) {
+	needRedisServer(t)
 	stdout, stderr := runFairbench(t, "-redis", "server", "-duration", "200ms", "-scenarios", "contended,handoff,renewal",
 		"-min-handoffs", "3", "-leases", "250", "-out", "")
 	checkTables(t, stdout, nil, "contended", "handoff", "renewal")
@@ -430,12 +437,7 @@ func TestQueueCost(t *testing.T) {
 // the fair policies: with commandstats, every cost cell and the ratio are
 // numbers.
 func TestQueueCostRedisServer(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("FAIRRW_REQUIRE_REDIS") == "1" {
-			t.Fatalf("FAIRRW_REQUIRE_REDIS=1 but %v", err)
-		}
-		t.Skip(err)
-	}
+	needRedisServer(t)
 	stdout, _ := runFairbench(t, "-redis", "server", "-scenarios", "queue-cost", "-contenders", "writer-preferring,phase-fair",
 		"-duration", "200ms", "-out", "")
 	sec := section(stdout, "queue-cost")
