@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/internal/faults"
-	"github.com/fairrw/rwlock/internal/history"
 )
 
 // TestFaultFailover: the primary dies and its replica is promoted.

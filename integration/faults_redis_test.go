@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/history"
+	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/history"
+	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/history"
+	"github.com/fairrw/rwlock/integration/internal/history"
 )
 
 // TestQuorumHistoryWithNodeKilled: two processes' worth of quorums (each

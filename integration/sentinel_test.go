@@ -13,7 +13,7 @@ import (
 
 	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/history"
+	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )

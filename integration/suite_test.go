@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/integration/internal/container"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -48,7 +49,7 @@ func TestMutexBehaviour(t *testing.T) {
 // started by testcontainers-go, so that path is exercised wherever a Docker
 // engine answers (CI sets FAIRRW_REQUIRE_DOCKER=1 there).
 func TestBehaviourInContainer(t *testing.T) {
-	r := redistest.StartContainer(t)
+	r := container.Start(t)
 	for _, p := range policies {
 		t.Run(p.String(), func(t *testing.T) {
 			locktest.Run(t, newEnv(t, r, transports[0], p))

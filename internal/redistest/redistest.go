@@ -1,10 +1,11 @@
 // Package redistest provides Redis servers for tests: a real redis-server
-// process, an address from the environment, a testcontainers-go container, or
-// an in-process miniredis.
+// process, an address from the environment, or an in-process miniredis. (A
+// Redis in a container is in integration/internal/container, so that this
+// module does not depend on testcontainers.)
 //
 // It is imported by _test.go files only. Functions take a testing.TB and tie
 // every resource they create to it with Cleanup: processes are killed and
-// waited for, containers removed and clients closed, so callers running
+// waited for and clients closed, so callers running
 // go.uber.org/goleak see no leftover goroutines.
 //
 // Environment:
@@ -14,36 +15,25 @@
 //	                       starting one (StartCluster only; the fault tests always
 //	                       start their own)
 //	FAIRRW_REQUIRE_REDIS=1 fail, instead of skip, when no Redis can be provided
-//	FAIRRW_REDIS_IMAGE     image for StartContainer (default fairrw/redis:local,
-//	                       built by .ci/redis-image.sh; images are never pulled)
-//	FAIRRW_REQUIRE_DOCKER=1 fail, instead of skip, when StartContainer finds no Docker engine
 package redistest
 
 import (
 	"os"
 	"sync"
 	"testing"
-
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // Kinds of Redis.
 const (
 	KindProcess   = "process"   // redis-server started by this package
 	KindEnv       = "env"       // FAIRRW_REDIS_ADDR
-	KindContainer = "container" // testcontainers-go
+	KindContainer = "container" // integration/internal/container
 )
 
 // Environment variables read by this package.
 const (
-	EnvAddr          = "FAIRRW_REDIS_ADDR"
-	EnvRequireRedis  = "FAIRRW_REQUIRE_REDIS"
-	EnvImage         = "FAIRRW_REDIS_IMAGE"
-	EnvRequireDocker = "FAIRRW_REQUIRE_DOCKER"
-
-	// DefaultImage is the image StartContainer uses when FAIRRW_REDIS_IMAGE
-	// is not set.
-	DefaultImage = "fairrw/redis:local"
+	EnvAddr         = "FAIRRW_REDIS_ADDR"
+	EnvRequireRedis = "FAIRRW_REQUIRE_REDIS"
 )
 
 // Redis is a running Redis that a test can use.
@@ -59,16 +49,10 @@ type Redis struct {
 	logPath string   // stdout+stderr of every run, appended
 	proc    *process // nil while stopped
 	paused  bool
-
-	// Kind "container".
-	ctr testcontainers.Container
 }
 
 // requireRedis reports whether FAIRRW_REQUIRE_REDIS=1.
 func requireRedis() bool { return os.Getenv(EnvRequireRedis) == "1" }
-
-// requireDocker reports whether FAIRRW_REQUIRE_DOCKER=1.
-func requireDocker() bool { return os.Getenv(EnvRequireDocker) == "1" }
 
 // unavailable skips the test, or fails it when required is set.
 func unavailable(tb testing.TB, required bool, envName, format string, args ...any) {

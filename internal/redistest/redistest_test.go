@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/testcontainers/testcontainers-go"
 	"go.uber.org/goleak"
 
 	"github.com/fairrw/rwlock/internal/redisnet"
@@ -93,16 +91,6 @@ func needRedisServer(t *testing.T) {
 	if _, err := lookRedisServer(); err != nil {
 		unavailable(t, requireRedis(), EnvRequireRedis, "redis-server not found on PATH: %v", err)
 	}
-}
-
-// needDocker applies the FAIRRW_REQUIRE_DOCKER rule.
-func needDocker(t *testing.T) {
-	t.Helper()
-	p, err := dockerProvider()
-	if err != nil {
-		unavailable(t, requireDocker(), EnvRequireDocker, "no Docker engine answers: %v", err)
-	}
-	p.Close()
 }
 
 func pid(r *Redis) int {
@@ -367,64 +355,13 @@ func TestMiniredis(t *testing.T) {
 	}
 }
 
-func TestStartContainer(t *testing.T) {
-	t.Parallel()
-	r := StartContainer(t)
-	if r.Kind != KindContainer {
-		t.Fatalf("Kind %q", r.Kind)
-	}
-	t.Logf("container Redis at %s", r.Addr)
-	if err := redisnet.Ping(r.Addr); err != nil {
-		t.Fatal(err)
-	}
-	c := r.Client(t, nil)
-	rueidisPing(t, c)
-	ctx := context.Background()
-	if err := c.Do(ctx, c.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.Do(ctx, c.B().Get().Key("k").Build()).ToString(); err != nil || got != "v" {
-		t.Fatalf("GET = %q, %v", got, err)
-	}
-}
-
-func TestStartContainerMissingImage(t *testing.T) {
-	needDocker(t)
-	t.Setenv(EnvImage, "fairrw/no-such-image:never")
-	start := time.Now()
-	f := runFake(t, func(tb testing.TB) { StartContainer(tb) })
-	if !strings.Contains(f.fatal, "never pulled") {
-		t.Fatalf("missing image: skip %q fatal %q", f.skip, f.fatal)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("missing image took %v to fail", d)
-	}
-}
-
-func TestNoDocker(t *testing.T) {
-	// No parallel: replaces newDockerProvider and changes the environment.
-	orig := newDockerProvider
-	t.Cleanup(func() { newDockerProvider = orig })
-	newDockerProvider = func() (*testcontainers.DockerProvider, error) {
-		return nil, errors.New("simulated: cannot connect to the Docker daemon")
-	}
-
-	t.Setenv(EnvRequireDocker, "")
-	f := runFake(t, func(tb testing.TB) { StartContainer(tb) })
-	if !strings.Contains(f.skip, "no Docker engine") || !strings.Contains(f.skip, "simulated") {
-		t.Fatalf("StartContainer without Docker: skip %q, fatal %q", f.skip, f.fatal)
-	}
-	t.Setenv(EnvRequireDocker, "1")
-	f = runFake(t, func(tb testing.TB) { StartContainer(tb) })
-	if !strings.Contains(f.fatal, "no Docker engine") {
-		t.Fatalf("StartContainer without Docker, %s=1: skip %q, fatal %q", EnvRequireDocker, f.skip, f.fatal)
-	}
-
+func TestStartWithNothing(t *testing.T) {
+	// No parallel: changes the environment.
 	// Start with nothing at all available follows FAIRRW_REQUIRE_REDIS.
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv(EnvAddr, "")
 	t.Setenv(EnvRequireRedis, "")
-	f = runFake(t, func(tb testing.TB) { Start(tb) })
+	f := runFake(t, func(tb testing.TB) { Start(tb) })
 	if !strings.Contains(f.skip, "no Redis available") {
 		t.Fatalf("Start with nothing: skip %q, fatal %q", f.skip, f.fatal)
 	}
@@ -433,16 +370,4 @@ func TestNoDocker(t *testing.T) {
 	if !strings.Contains(f.fatal, "no Redis available") {
 		t.Fatalf("Start with nothing, %s=1: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}
-}
-
-func TestStartFallsBackToContainer(t *testing.T) {
-	// No parallel: changes the environment.
-	needDocker(t)
-	t.Setenv("PATH", t.TempDir()) // no redis-server
-	t.Setenv(EnvAddr, "")
-	r := Start(t)
-	if r.Kind != KindContainer {
-		t.Fatalf("Kind %q, want %q", r.Kind, KindContainer)
-	}
-	rueidisPing(t, r.Client(t, nil))
 }

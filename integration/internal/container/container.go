@@ -1,4 +1,14 @@
-package redistest
+// Package container starts Redis in a container through testcontainers-go, for
+// the integration tests. It lives in the integration module so that the
+// library's module does not depend on testcontainers and the Docker client.
+//
+// Environment:
+//
+//	FAIRRW_REDIS_IMAGE      image to start (default fairrw/redis:local, built by
+//	                        .ci/redis-image.sh; images are never pulled)
+//	FAIRRW_REQUIRE_DOCKER=1 fail, instead of skip, when no Docker engine answers
+//	                        or the image is missing
+package container
 
 import (
 	"context"
@@ -16,14 +26,25 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// Environment variables read by this package.
+const (
+	EnvImage         = "FAIRRW_REDIS_IMAGE"
+	EnvRequireDocker = "FAIRRW_REQUIRE_DOCKER"
+
+	// DefaultImage is the image Start uses when FAIRRW_REDIS_IMAGE is not set.
+	DefaultImage = "fairrw/redis:local"
 )
 
 const (
+	startTimeout     = 10 * time.Second // until the server answers PING
 	ryukEnv          = "TESTCONTAINERS_RYUK_DISABLED"
 	containerTimeout = 2 * time.Minute // create + start + wait for the port
 )
 
-// StartContainer starts Redis through testcontainers-go from the image named
+// Start starts Redis through testcontainers-go from the image named
 // by FAIRRW_REDIS_IMAGE (default "fairrw/redis:local", built from the local
 // redis-server by .ci/redis-image.sh) and removes it at cleanup. The Addr is
 // the published port on the Docker host, and Kind is "container".
@@ -32,20 +53,19 @@ const (
 // of trying a registry. The reaper (Ryuk) is disabled through
 // TESTCONTAINERS_RYUK_DISABLED=true unless that variable is already set.
 //
-// When no Docker engine answers the test is skipped, or fails when
-// FAIRRW_REQUIRE_DOCKER=1.
-func StartContainer(tb testing.TB) *Redis {
+// When no Docker engine answers, or the image is not in it, the test is
+// skipped with the reason, or fails when FAIRRW_REQUIRE_DOCKER=1.
+func Start(tb testing.TB) *redistest.Redis {
 	tb.Helper()
 	prov, err := dockerProvider()
 	if err != nil {
-		unavailable(tb, requireDocker(), EnvRequireDocker,
-			"no Docker engine answers, cannot start a Redis container: %v", err)
+		unavailable(tb, "no Docker engine answers, cannot start a Redis container: %v", err)
 	}
 	image := containerImage()
 	err = imagePresent(prov, image)
 	prov.Close()
 	if err != nil {
-		tb.Fatalf("redistest: %v", err)
+		unavailable(tb, "%v", err)
 	}
 	return startContainer(tb, image)
 }
@@ -106,10 +126,10 @@ func imagePresent(prov *testcontainers.DockerProvider, image string) error {
 	return nil
 }
 
-func startContainer(tb testing.TB, image string) *Redis {
+func startContainer(tb testing.TB, image string) *redistest.Redis {
 	tb.Helper()
 	if !testcontainers.ReadConfig().RyukDisabled {
-		tb.Logf("redistest: the testcontainers reaper is enabled (%s=%q); it needs the testcontainers/ryuk image",
+		tb.Logf("container: the testcontainers reaper is enabled (%s=%q); it needs the testcontainers/ryuk image",
 			ryukEnv, os.Getenv(ryukEnv))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
@@ -134,13 +154,13 @@ func startContainer(tb testing.TB, image string) *Redis {
 	// removed too.
 	testcontainers.CleanupContainer(tb, ctr)
 	if err != nil {
-		tb.Fatalf("redistest: start container from %s: %v", image, err)
+		tb.Fatalf("container: start container from %s: %v", image, err)
 	}
 	addr, err := containerAddr(ctx, ctr)
 	if err != nil {
-		tb.Fatalf("redistest: container from %s: %v\n---- container log ----\n%s\n----", image, err, containerLogs(ctx, ctr))
+		tb.Fatalf("container: container from %s: %v\n---- container log ----\n%s\n----", image, err, containerLogs(ctx, ctr))
 	}
-	return &Redis{Addr: addr, Kind: KindContainer, ctr: ctr}
+	return &redistest.Redis{Addr: addr, Kind: redistest.KindContainer}
 }
 
 // containerAddr returns the first address of the container's Redis that
@@ -205,4 +225,17 @@ func containerLogs(ctx context.Context, ctr testcontainers.Container) string {
 		lines = lines[len(lines)-40:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// requireDocker reports whether FAIRRW_REQUIRE_DOCKER=1.
+func requireDocker() bool { return os.Getenv(EnvRequireDocker) == "1" }
+
+// unavailable skips the test with the reason, or fails it when
+// FAIRRW_REQUIRE_DOCKER=1.
+func unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if requireDocker() {
+		tb.Fatalf("container: "+format+" (%s=1, so this is an error instead of a skip)", append(args, EnvRequireDocker)...)
+	}
+	tb.Skipf("container: "+format+" (set %s=1 to make this an error)", append(args, EnvRequireDocker)...)
 }
