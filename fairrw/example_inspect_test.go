@@ -1,0 +1,59 @@
+package fairrw_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+func ExampleClient_Inspect() {
+	ctx := context.Background()
+	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	m := c.RWMutex("orders:42")
+	w, err := m.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// A second writer queues behind the first.
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(waitCtx)
+		waiting <- err
+	}()
+
+	// Who holds orders:42, for how long, and who waits?
+	info, err := c.Inspect(ctx, "orders:42")
+	for err == nil && len(info.WaitingWriters) == 0 { // until the waiter has queued
+		time.Sleep(10 * time.Millisecond)
+		info, err = c.Inspect(ctx, "orders:42")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("policy:", info.Policy)
+	for _, h := range info.Holders {
+		fmt.Printf("%s held by us: %v, %d hold(s), %v left, token of our lease: %v\n",
+			h.Mode, h.Owner == w.Owner(), h.Holds, h.Remaining.Round(time.Second), info.Token == w.Token())
+	}
+	fmt.Println("writers waiting:", len(info.WaitingWriters))
+
+	stopWaiting()
+	<-waiting
+	_ = w.Unlock(ctx)
+	info, _ = c.Inspect(ctx, "orders:42")
+	fmt.Printf("after: policy %q, %d holders\n", info.Policy, len(info.Holders))
+	// Output:
+	// policy: writer-preferring
+	// write held by us: true, 1 hold(s), 30s left, token of our lease: true
+	// writers waiting: 1
+	// after: policy "", 0 holders
+}

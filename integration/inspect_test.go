@@ -1,0 +1,426 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// The TestInspect* tests check Client.Inspect against a real redis-server:
+// what it reports for every policy and the Mutex (holders with their
+// modes, counts and leases, queued writers in order, waiting readers, the
+// fencing token), for a name held under another policy than the Client's,
+// for names that look like other locks' keys, that expired entries are left
+// out, that it is consistent under contention, and that it changes nothing.
+
+// TestInspect walks one lock per policy through the states Inspect
+// describes: free, one writer, reentrant and downgraded holds, queued
+// writers and waiting readers, several readers, free again.
+func TestInspect(t *testing.T) {
+	r := redistest.Start(t)
+	raw := r.Client(t, noCache)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			ctx := testCtx(t)
+			name := "inspect:walk:" + p.String()
+			fk := compat.Fair(name)
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			fair := p.String() != "redisson"
+
+			if info := inspect(t, c, name); info.Policy != "" || len(info.Holders)+len(info.WaitingWriters)+len(info.WaitingReaders) != 0 {
+				t.Fatalf("free lock: %+v", info)
+			}
+
+			w := mustLease(t)(c.RWMutex(name).Lock(ctx))
+			info := inspect(t, c, name)
+			if info.Policy != p.String() {
+				t.Fatalf("Policy = %q, want %q", info.Policy, p.String())
+			}
+			wantList(t, "holders", holders(t, info, inspectLease), []string{"write " + w.Owner() + " x1"})
+			if info.Token == 0 || info.Token != w.Token() {
+				t.Fatalf("Token = %d, the lease's is %d", info.Token, w.Token())
+			}
+			if info.Time.IsZero() || time.Since(info.Time).Abs() > time.Minute {
+				t.Fatalf("Time = %v", info.Time)
+			}
+
+			// A reentrant write and a downgrade read of the same owner.
+			w2 := mustLease(t)(w.Lock(ctx))
+			wr := mustLease(t)(w.RLock(ctx))
+			most := inspectLease
+			if !fair {
+				most = 2 * inspectLease // Redisson's reentrant write adds its lease to the hash's
+			}
+			wantList(t, "holders after a reentrant write and a downgrade", holders(t, inspect(t, c, name), most),
+				[]string{"write " + w.Owner() + " x2", "read " + w.Owner() + " " + readHolds(p, 1)})
+
+			// Two writers queue, in order, from two Clients; a reader waits.
+			cw1 := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			cw2 := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			cr := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			for i, cw := range []*fairrw.Client{cw1, cw2} {
+				startWaiter(t, cw.RWMutex(name).Lock)
+				if fair {
+					until(t, "writer queued", func() bool { return zcard(t, raw, fk.Queue) == int64(i+1) })
+				}
+			}
+			startWaiter(t, cr.RWMutex(name).RLock)
+			if p.String() == "phase-fair" {
+				until(t, "reader recorded", func() bool { return zcard(t, raw, fk.Waiting) == 1 })
+			} else {
+				time.Sleep(200 * time.Millisecond) // the waiters' first attempts, which record nothing
+			}
+			info = inspect(t, c, name)
+			switch p.String() {
+			case "redisson":
+				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), nil)
+				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), nil)
+			case "writer-preferring":
+				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{cw1.ID(), cw2.ID()})
+				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), nil)
+			case "phase-fair":
+				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{cw1.ID(), cw2.ID()})
+				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), []string{cr.ID()})
+			}
+			for _, q := range info.WaitingWriters {
+				if q.Lease != inspectLease || q.Admitted {
+					t.Fatalf("waiting writer %+v: want the lease %v it asked for", q, inspectLease)
+				}
+			}
+			if info.Token != w.Token() && fair { // the write's token lives with the write
+				t.Fatalf("Token = %d while the write is held, want %d", info.Token, w.Token())
+			}
+			for _, cw := range []*fairrw.Client{cw1, cw2, cr} {
+				_ = cw.Close() // wakes its waiter with ErrClosed
+			}
+			for _, l := range []*fairrw.Lease{wr, w2, w} {
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Several readers, one of them with a reentrant read.
+			r1 := mustLease(t)(c.RWMutex(name).RLock(ctx))
+			r1b := mustLease(t)(r1.RLock(ctx))
+			r2 := mustLease(t)(c.RWMutex(name).RLock(ctx, fairrw.WithLease(10*time.Second)))
+			info = inspect(t, c, name)
+			want := []string{"read " + r1.Owner() + " " + readHolds(p, 2), "read " + r2.Owner() + " " + readHolds(p, 1)}
+			slices.Sort(want)
+			wantList(t, "readers", holders(t, info, inspectLease), want)
+			for _, h := range info.Holders {
+				if h.Owner == r2.Owner() && h.Remaining > 10*time.Second {
+					t.Fatalf("the 10 s read shows %v left", h.Remaining)
+				}
+			}
+			for _, l := range []*fairrw.Lease{r1b, r1, r2} {
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			until(t, "the lock is free", func() bool {
+				info := inspect(t, c, name)
+				return info.Policy == "" && len(info.Holders)+len(info.WaitingWriters)+len(info.WaitingReaders) == 0
+			})
+		})
+	}
+}
+
+// TestInspectMutex: a Mutex's holds (reentrant), from the Mutex, from an
+// RWMutex handle and from a Client of every policy.
+func TestInspectMutex(t *testing.T) {
+	r := redistest.Start(t)
+	ctx := testCtx(t)
+	name := "inspect:mutex"
+	c := newClient(t, r, transports[0])
+	m := c.Mutex(name)
+	l := mustLease(t)(m.Lock(ctx))
+	l2 := mustLease(t)(l.Lock(ctx))
+	info, err := m.Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Policy != fairrw.PolicyMutex || info.Token != l.Token() || info.Token == 0 {
+		t.Fatalf("Policy %q Token %d, want %q and the lease's %d", info.Policy, info.Token, fairrw.PolicyMutex, l.Token())
+	}
+	wantList(t, "holders", holders(t, info, inspectLease), []string{"write " + l.Owner() + " x2"})
+	for _, p := range policies {
+		other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+		info, err := other.RWMutex(name).Inspect(ctx)
+		if err != nil || info.Policy != fairrw.PolicyMutex || len(info.Holders) != 1 {
+			t.Fatalf("%s client: %+v, %v", p, info, err)
+		}
+	}
+	// A second owner waits: an RLock records no waiter.
+	startWaiter(t, c.Mutex(name).Lock)
+	time.Sleep(100 * time.Millisecond)
+	if info := inspect(t, c, name); len(info.WaitingWriters)+len(info.WaitingReaders) != 0 || len(info.Holders) != 1 {
+		t.Fatalf("with a waiter: %+v", info)
+	}
+	_ = l2.Unlock(ctx)
+	_ = l.Unlock(ctx)
+}
+
+// TestInspectOtherPolicy: a name is described by the keys found, whatever
+// the inspecting Client's policy: Java's formats written by hand, a
+// Redisson-policy client's reads, a fair policy's write.
+func TestInspectOtherPolicy(t *testing.T) {
+	r := redistest.Start(t)
+	raw := r.Client(t, noCache)
+	w := wire{t: t, raw: raw}
+	ctx := testCtx(t)
+	wp := newClient(t, r, transports[0]) // writer-preferring
+
+	w.javaHolds("java:rw", 20*time.Second, compat.ModeField, compat.ModeWrite, "java-uuid:7"+compat.WriteSuffix, "1")
+	info := inspect(t, wp, "java:rw")
+	if info.Policy != "redisson" {
+		t.Fatalf("Java write: Policy %q", info.Policy)
+	}
+	wantList(t, "Java write", holders(t, info, 20*time.Second), []string{"write java-uuid:7 x1"})
+
+	w.javaHolds("java:lock", 20*time.Second, "java-uuid:8", "3")
+	info = inspect(t, wp, "java:lock")
+	if info.Policy != fairrw.PolicyMutex {
+		t.Fatalf("Java RLock: Policy %q", info.Policy)
+	}
+	wantList(t, "Java RLock", holders(t, info, 20*time.Second), []string{"write java-uuid:8 x3"})
+
+	// Java reads: each hold has its lease key. j:1 has two holds, one whose
+	// key expired; j:2 a shorter lease; j:3 none left (the hash keeps it).
+	w.javaHolds("java:reads", 30*time.Second, compat.ModeField, compat.ModeRead, "j:1", "2", "j:2", "1", "j:3", "1")
+	for key, ttl := range map[string]time.Duration{compat.LeaseKey("java:reads", "j:1", 1): 25 * time.Second, compat.LeaseKey("java:reads", "j:2", 1): 8 * time.Second} {
+		if err := raw.Do(ctx, raw.B().Set().Key(key).Value("1").Px(ttl).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info = inspect(t, wp, "java:reads")
+	wantList(t, "Java reads", holders(t, info, 30*time.Second), []string{"read j:1 x2", "read j:2 x1", "read j:3 x1"})
+	// Each read shows its longest lease key; j:3 the hash's time to live.
+	within := map[string][2]time.Duration{"j:1": {20 * time.Second, 25 * time.Second}, "j:2": {5 * time.Second, 8 * time.Second}, "j:3": {25 * time.Second, 30 * time.Second}}
+	for _, h := range info.Holders {
+		lo, hi := within[h.Owner][0], within[h.Owner][1]
+		if h.Remaining < lo || h.Remaining > hi {
+			t.Fatalf("Java read %s: %v left, want [%v, %v]", h.Owner, h.Remaining, lo, hi)
+		}
+	}
+
+	// A fairrw Redisson client's read, seen from a writer-preferring one.
+	rc := newClient(t, r, transports[0], fairrw.WithPolicy(fairrw.Redisson()))
+	rl := mustLease(t)(rc.RWMutex("cross").RLock(ctx, fairrw.WithLease(12*time.Second)))
+	info = inspect(t, wp, "cross")
+	if info.Policy != "redisson" {
+		t.Fatalf("Redisson read: Policy %q", info.Policy)
+	}
+	wantList(t, "Redisson read", holders(t, info, 12*time.Second), []string{"read " + rl.Owner() + " x1"})
+	_ = rl.Unlock(ctx)
+
+	// A phase-fair write, seen from a Redisson client.
+	pf := newClient(t, r, transports[0], fairrw.WithPolicy(fairrw.PhaseFair()))
+	pw := mustLease(t)(pf.RWMutex("cross:pf").Lock(ctx))
+	info = inspect(t, rc, "cross:pf")
+	if info.Policy != "phase-fair" || info.Token != pw.Token() {
+		t.Fatalf("phase-fair write from a Redisson client: %+v (token %d)", info, pw.Token())
+	}
+	_ = pw.Unlock(ctx)
+}
+
+// TestInspectExpired: entries whose deadline passed but that Redis still
+// keeps are not reported; a fair lock whose state expired under live
+// readers is PolicyFair.
+func TestInspectExpired(t *testing.T) {
+	r := redistest.Start(t)
+	raw := r.Client(t, noCache)
+	for _, p := range fairPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			ctx := testCtx(t)
+			name := "inspect:expired:" + p.String()
+			fk := compat.Fair(name)
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			short := mustLease(t)(c.RWMutex(name).RLock(ctx, fairrw.WithLease(200*time.Millisecond)))
+			long := mustLease(t)(c.RWMutex(name).RLock(ctx))
+			time.Sleep(300 * time.Millisecond)
+			if n := zcard(t, raw, fk.Readers); n != 2 {
+				t.Fatalf("the readers zset holds %d, want the dead reader still there", n)
+			}
+			info := inspect(t, c, name)
+			wantList(t, "live readers", holders(t, info, inspectLease), []string{"read " + long.Owner() + " x0"})
+			if info.Policy != fairrw.PolicyFair {
+				t.Fatalf("Policy = %q once the state expired (the first reader's lease), want %q", info.Policy, fairrw.PolicyFair)
+			}
+
+			// A queue entry whose deadline passed, and one without its entry field.
+			past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+			for _, cmd := range []rueidis.Completed{
+				raw.B().Hset().Key(fk.State).FieldValue().FieldValue("policy", p.String()).FieldValue("q:dead:1", past+":30000").Build(),
+				raw.B().Zadd().Key(fk.Queue).ScoreMember().ScoreMember(1, "dead:1").ScoreMember(2, "nofield:1").Build(),
+			} {
+				if err := raw.Do(ctx, cmd).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			info = inspect(t, c, name)
+			if info.Policy != p.String() || len(info.WaitingWriters) != 0 {
+				t.Fatalf("dead queue entries: Policy %q, waiting writers %+v", info.Policy, info.WaitingWriters)
+			}
+			if err := raw.Do(ctx, raw.B().Del().Key(fk.State, fk.Queue).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			_ = short.Unlock(ctx) // already lost
+			if err := long.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestInspectNames: names that look like other locks' keys, invalid names
+// (nothing sent), a key of another kind under the name, handles and a
+// closed Client.
+func TestInspectNames(t *testing.T) {
+	e := newBadEnv(t)
+	ctx := testCtx(t)
+	rc := e.client(t, fairrw.Redisson())
+	wp := e.client(t, fairrw.WriterPreferring())
+	a := mustLease(t)(rc.RWMutex("look").RLock(ctx))
+	b := mustLease(t)(wp.RWMutex("{look}").Lock(ctx))
+	defer func() { _ = a.Unlock(ctx); _ = b.Unlock(ctx) }()
+
+	if info := inspect(t, wp, "look"); info.Policy != "redisson" || len(info.Holders) != 1 || info.Holders[0].Owner != a.Owner() {
+		t.Fatalf(`"look": %+v`, info)
+	}
+	if info := inspect(t, rc, "{look}"); info.Policy != "writer-preferring" || len(info.Holders) != 1 || info.Holders[0].Owner != b.Owner() {
+		t.Fatalf(`"{look}": %+v`, info)
+	}
+	for _, name := range []string{compat.Channel("look"), compat.SuffixName("look", "x"), "look:readers", "{look}:readers"} {
+		if info := inspect(t, wp, name); info.Policy != "" || len(info.Holders) != 0 {
+			t.Fatalf("%q: %+v", name, info)
+		}
+	}
+	// A read's lease key is a string: a key of another kind under the name.
+	if _, err := wp.Inspect(ctx, compat.LeaseKey("look", a.Owner(), 1)); !errors.Is(err, fairrw.ErrPolicyMismatch) {
+		t.Fatalf("Inspect of a lease key: %v, want ErrPolicyMismatch", err)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := wp.Inspect(cancelled, "look"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Inspect with a cancelled ctx: %v, want context.Canceled", err)
+	}
+	closed := e.client(t, fairrw.PhaseFair())
+	_ = closed.Close()
+	before, stats := e.snapshot(t), e.stats(t)
+	for _, name := range []string{"", strings.Repeat("n", fairrw.MaxNameLength+1), "a{b", "x}y", "{}", "lock:{",
+		compat.Fair("look").State, compat.Fence("look"), compat.OwnerMarker("look", "x")} {
+		if _, err := wp.Inspect(ctx, name); !errors.Is(err, fairrw.ErrInvalidName) {
+			t.Fatalf("Inspect(%.40q): %v, want ErrInvalidName", name, err)
+		}
+		if _, err := wp.RWMutex(name).Inspect(ctx); !errors.Is(err, fairrw.ErrInvalidName) {
+			t.Fatalf("RWMutex(%.40q).Inspect: %v, want ErrInvalidName", name, err)
+		}
+		if _, err := wp.Mutex(name).Inspect(ctx); !errors.Is(err, fairrw.ErrInvalidName) {
+			t.Fatalf("Mutex(%.40q).Inspect: %v, want ErrInvalidName", name, err)
+		}
+	}
+	if _, err := closed.Inspect(ctx, "look"); !errors.Is(err, fairrw.ErrClosed) {
+		t.Fatalf("Inspect after Close: %v, want ErrClosed", err)
+	}
+	e.wantNothingSent(t, "invalid names and a closed Client", stats, false)
+	wantSame(t, "invalid names", before, e.snapshot(t))
+}
+
+// TestInspectUnderContention: while owners of one lock take and release
+// reads and writes as fast as they can, every Inspect shows a state the
+// policy allows: at most one writer, and no reader beside it but itself.
+func TestInspectUnderContention(t *testing.T) {
+	r := redistest.Start(t)
+	for _, p := range policies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "inspect:hammer:" + p.String()
+			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+			ctx, cancel := context.WithTimeout(testCtx(t), time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			for i := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m := c.RWMutex(name)
+					for ctx.Err() == nil {
+						acquire := m.RLock
+						if i%2 == 0 {
+							acquire = m.Lock
+						}
+						if l, err := acquire(ctx); err == nil {
+							_ = l.Unlock(context.Background())
+						}
+					}
+				}()
+			}
+			seen := 0
+			for ctx.Err() == nil {
+				info, err := c.Inspect(testCtx(t), name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var writer string
+				for _, h := range info.Holders {
+					if h.Mode == fairrw.Write {
+						if writer != "" {
+							t.Fatalf("two writers: %+v", info.Holders)
+						}
+						writer = h.Owner
+					} else if writer != "" && h.Owner != writer {
+						t.Fatalf("a reader beside the writer: %+v", info.Holders)
+					}
+				}
+				seen += len(info.Holders)
+			}
+			wg.Wait()
+			if seen == 0 {
+				t.Fatal("Inspect never saw a holder")
+			}
+		})
+	}
+}
+
+// TestInspectCluster: names spread over the shards of a cluster, every
+// policy and the Mutex, with a Redisson read (its lease keys are read in a
+// second call, in the name's slot).
+func TestInspectCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	ctx := testCtx(t)
+	for _, p := range policies {
+		c := newClusterClient(t, cl, transports[0], fairrw.WithPolicy(p))
+		for _, name := range clusterNames(3) {
+			name := name + ":" + p.String()
+			w := mustLease(t)(c.RWMutex(name).Lock(ctx))
+			rd := mustLease(t)(w.RLock(ctx))
+			info := inspect(t, c, name)
+			if info.Policy != p.String() || info.Token != w.Token() {
+				t.Fatalf("%s: Policy %q Token %d, want %q %d", name, info.Policy, info.Token, p, w.Token())
+			}
+			wantList(t, name, holders(t, info, inspectLease), []string{"write " + w.Owner() + " x1", "read " + w.Owner() + " " + readHolds(p, 1)})
+			_ = rd.Unlock(ctx)
+			_ = w.Unlock(ctx)
+		}
+	}
+	c := newClusterClient(t, cl, transports[0])
+	for _, name := range clusterNames(3) {
+		l := mustLease(t)(c.Mutex(name + ":mutex").Lock(ctx))
+		info, err := c.Mutex(name + ":mutex").Inspect(ctx)
+		if err != nil || info.Policy != fairrw.PolicyMutex || len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() {
+			t.Fatalf("%s mutex: %+v, %v", name, info, err)
+		}
+		_ = l.Unlock(ctx)
+	}
+}
