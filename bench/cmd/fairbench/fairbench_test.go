@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fairrw/rwlock/bench/internal/chart"
 	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/internal/redisnet"
 )
@@ -90,6 +91,10 @@ func TestSmokeAllScenarios(t *testing.T) {
 	names := strings.Split(defaultScenarioNames(), ",")
 	skipped := map[string]bool{"rueidislock": true} // needs client tracking
 	checkTables(t, stdout, skipped, names...)
+	checkWidth(t, stdout)
+	if !strings.Contains(stdout, "\n== verdict") || !strings.Contains(stdout, "\nwriter-stream  ") || !strings.Contains(stdout, "\nfairness cost  contended: fastest peer ") {
+		t.Errorf("no verdict, or no writer-stream or fairness cost line in it:\n%s", stdout)
+	}
 	for _, want := range []string{"machine    " + runtime.GOOS + "/" + runtime.GOARCH, "in-process miniredis", "window 200ms", "contender  rueidislock"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("header lacks %q:\n%s", want, stdout)
@@ -110,11 +115,14 @@ func TestSmokeAllScenarios(t *testing.T) {
 	if n := strings.Count(stderr, "... done in"); n != runs {
 		t.Errorf("%d progress lines, want %d:\n%s", n, runs, stderr)
 	}
-	for _, chart := range []string{"reader-flood-writer-waits.svg", "reader-flood-writer-wait-over-time.svg", "contended-throughput.svg", "handoff.svg", "renewal-40.svg"} {
+	for _, chart := range []string{"reader-flood-writer-waits.svg", "reader-flood-writer-wait-over-time.svg", "reader-flood-writer-tail.svg",
+		"writer-stream-reader-wait-over-time.svg", "contended-throughput.svg", "handoff.svg", "renewal-40.svg", indexFile} {
 		if fi, err := os.Stat(filepath.Join(charts, chart)); err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", chart, err)
 		}
 	}
+
+	checkIndex(t, charts)
 
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -269,6 +277,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-redis", "docker"},
 		{"-duration", "0s"},
 		{"-reps", "0"},
+		{"-timeout", "-1s"},
 		{"-leases", "ten"},
 		{"-contenders", "nope"},
 		{"extra"},
@@ -293,7 +302,7 @@ func TestPickScenarios(t *testing.T) {
 	if _, err := pickScenarios(","); err == nil {
 		t.Fatal("an empty list was accepted")
 	}
-	cs, err := pickContenders("redsync,redisson")
+	cs, err := pickContenders("redsync,redisson", contender.All())
 	if err != nil || len(cs) != 2 || cs[0].Name != "redisson" || cs[1].Name != "redsync" {
 		t.Fatalf("pickContenders = %v, %v", cs, err)
 	}
@@ -318,7 +327,7 @@ func section(stdout, name string) string {
 func TestScenarioSets(t *testing.T) {
 	names := func(args ...string) []string {
 		t.Helper()
-		opt, err := parseFlags(args, io.Discard)
+		opt, err := parseFlags(args, contender.All(), io.Discard)
 		if err != nil {
 			t.Fatalf("parseFlags %q: %v", args, err)
 		}
@@ -480,5 +489,58 @@ func TestMedianQueue(t *testing.T) {
 	sp := m.Spread["redis_cpu_growth"]
 	if math.Abs(m.RedisCPUGrowth-1.6) > 1e-9 || math.Abs(sp[0]-1.2) > 1e-9 || math.Abs(sp[1]-1.2) > 1e-9 {
 		t.Errorf("growth = %v, spread %v, want 1.6 (24/15) and [1.2 1.2]", m.RedisCPUGrowth, sp)
+	}
+}
+
+// checkIndex checks that the index page of the charts in dir shows every
+// SVG chart there.
+func checkIndex(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svgs, err := filepath.Glob(filepath.Join(dir, "*.svg"))
+	if err != nil || len(svgs) == 0 {
+		t.Fatalf("no SVG in %s: %v", dir, err)
+	}
+	for _, svg := range svgs {
+		if !strings.Contains(string(b), `<img src="`+filepath.Base(svg)+`"`) {
+			t.Errorf("%s does not show %s", indexFile, filepath.Base(svg))
+		}
+	}
+}
+
+// TestWide checks that -wide adds the columns and settings the default
+// output leaves out to stay within 120 columns, with the rows unchanged.
+func TestWide(t *testing.T) {
+	args := []string{"-redis", "miniredis", "-duration", "200ms", "-min-handoffs", "3", "-scenarios", "contended,handoff",
+		"-contenders", "phase-fair,redislock", "-out", ""}
+	narrow, _ := runFairbench(t, args...)
+	wide, _ := runFairbench(t, append(args, "-wide")...)
+	skipped := map[string]bool{"redisson": true, "writer-preferring": true, "rueidislock": true, "redsync": true}
+	for _, out := range []string{narrow, wide} {
+		checkTables(t, out, skipped, "contended", "handoff")
+	}
+	checkWidth(t, narrow)
+	for _, col := range []string{"W p90", "W grants min/mean/max", "scripts/grant  cmds/grant", "LinearBackoff(100ms)"} {
+		if strings.Contains(narrow, col) || !strings.Contains(wide, col) {
+			t.Errorf("%q: in the default output %v, in -wide's %v", col, strings.Contains(narrow, col), strings.Contains(wide, col))
+		}
+	}
+}
+
+// TestSlots checks that every contender draws in a colour of its own.
+func TestSlots(t *testing.T) {
+	slots := slotsOf(contender.All())
+	seen := map[int]string{}
+	for name, slot := range slots {
+		if other, ok := seen[slot]; ok || slot < 0 || slot >= chart.Colors {
+			t.Errorf("%s: slot %d (shared with %q, or out of 0..%d)", name, slot, other, chart.Colors-1)
+		}
+		seen[slot] = name
+	}
+	if len(slots) != len(contender.All()) {
+		t.Errorf("%d slots for %d contenders", len(slots), len(contender.All()))
 	}
 }

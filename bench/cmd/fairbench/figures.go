@@ -4,127 +4,190 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/fairrw/rwlock/bench/internal/chart"
+	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/internal/fairness"
 )
 
-// writeFigures draws the charts of the results into dir, each as SVG and PNG, (created if need
-// be) and returns the files written. Every closed-loop scenario gets the
-// wait distribution of each class and its throughput; the fairness
-// scenarios also get waits over time; handoff, renewal and queue-cost get
-// bars.
-func writeFigures(dir string, picked []scenario, bySc [][]result) ([]string, error) {
+// indexFile is the page of the -out folder to open first: the verdict and
+// every chart.
+const indexFile = "index.html"
+
+// figures draws a run's charts into dir and keeps the index's entries.
+type figures struct {
+	dir string
+	// slots gives every contender its own colour in every chart.
+	slots map[string]int
+	group string // the scenario being drawn
+	files []string
+	index []chart.Entry
+}
+
+// slotsOf gives each of all its palette slot: its position, so that a
+// contender keeps its colour from chart to chart and from run to run.
+func slotsOf(all []contender.Contender) map[string]int {
+	slots := map[string]int{}
+	for i, c := range all {
+		slots[c.Name] = i
+	}
+	return slots
+}
+
+// draw writes the chart name as SVG (sharp at any size, listed in the
+// index) and PNG (fonts rendered: it looks the same everywhere).
+func (f *figures) draw(name, title string, draw func(path, title string) error) error {
+	for _, ext := range []string{".svg", ".png"} {
+		path := filepath.Join(f.dir, name+ext)
+		if err := draw(path, title); err != nil {
+			return fmt.Errorf("%s: %w", name+ext, err)
+		}
+		f.files = append(f.files, path)
+	}
+	f.index = append(f.index, chart.Entry{Group: f.group, Title: title, File: name + ".svg"})
+	return nil
+}
+
+// writeFigures draws the charts of the results into dir (created if need
+// be), then the index page with the verdict's lines on top, and returns
+// the files written, the index last. Every closed-loop scenario gets the
+// wait distribution of each class, its wait tail and its throughput with
+// Jain's index beside it; the starvation scenarios also get waits over
+// time; handoff, renewal and queue-cost get bars.
+func writeFigures(dir string, picked []scenario, bySc [][]result, slots map[string]int, verdict []string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var files []string
-	// Each chart is written as SVG (sharp at any size) and PNG (fonts
-	// rendered: it looks the same everywhere).
-	draw := func(name string, f func(path string) error) error {
-		for _, ext := range []string{".svg", ".png"} {
-			path := filepath.Join(dir, name+ext)
-			if err := f(path); err != nil {
-				return fmt.Errorf("%s: %w", name+ext, err)
-			}
-			files = append(files, path)
-		}
-		return nil
-	}
+	f := &figures{dir: dir, slots: slots}
 	for i, s := range picked {
 		results := bySc[i]
 		if len(results) == 0 {
 			continue
 		}
+		f.group = s.name + ": " + s.about
 		var err error
 		switch s.kind {
 		case handoff:
-			err = draw("handoff", func(p string) error { return handoffChart(p, results) })
+			err = f.handoff(results)
 		case renewal:
-			err = renewalCharts(results, draw)
+			err = f.renewal(results)
 		case queueCost:
-			err = queueCostCharts(s, results, draw)
+			err = f.queueCost(s, results)
 		default:
-			err = loopCharts(s, results, draw)
+			err = f.loop(s, results)
 		}
 		if err != nil {
-			return files, err
+			return f.files, err
 		}
 	}
-	return files, nil
+	index := filepath.Join(dir, indexFile)
+	if err := chart.Index(index, "fairbench: every chart of the run", verdict, f.index); err != nil {
+		return f.files, err
+	}
+	return append(f.files, index), nil
 }
 
-// loopCharts draws a closed-loop scenario's charts.
-func loopCharts(s scenario, results []result, draw func(string, func(string) error) error) error {
+// loop draws a closed-loop scenario's charts.
+func (f *figures) loop(s scenario, results []result) error {
 	for _, class := range []fairness.Class{fairness.Writer, fairness.Reader} {
-		var series []waitSeries
-		var points []timeSeries
-		for _, r := range results {
-			if r.Classes[class.String()] == nil {
-				continue
-			}
-			var reqs []fairness.Request
-			for _, q := range r.samples {
-				if q.Class == class {
-					reqs = append(reqs, q)
-				}
-			}
-			ws, ts := waitSeriesOf(r.Contender, reqs), timeSeriesOf(r.Contender, reqs, r.start)
-			series = append(series, ws)
-			points = append(points, ts)
-		}
-		if len(series) == 0 {
-			continue
-		}
-		name := fmt.Sprintf("%s-%s-waits", s.name, class)
-		title := fmt.Sprintf("%s: %s wait distribution (share granted within x)", s.name, class)
-		if err := draw(name, func(p string) error { return waitDistributionChart(p, title, series) }); err != nil {
+		if err := f.classWaits(s, class, results); err != nil {
 			return err
 		}
-		if s.name == "reader-flood" || s.name == "writer-burst" {
-			name := fmt.Sprintf("%s-%s-wait-over-time", s.name, class)
-			title := fmt.Sprintf("%s: %s wait over time (first repetition)", s.name, class)
-			if err := draw(name, func(p string) error { return waitOverTimeChart(p, title, points) }); err != nil {
-				return err
+	}
+	var bars []chart.Bar
+	for _, r := range results {
+		var notes []string
+		for _, c := range [][2]string{{"writer", "W"}, {"reader", "R"}} {
+			if cr := r.Classes[c[0]]; cr != nil {
+				notes = append(notes, fmt.Sprintf("%s jain %.2f", c[1], cr.Jain))
 			}
 		}
+		bars = append(bars, chart.Bar{Label: r.Contender, Value: r.GrantsPerS, Note: strings.Join(notes, ", "), Slot: f.slots[r.Contender]})
 	}
-	var bars []bar
-	for _, r := range results {
-		bars = append(bars, bar{Label: r.Contender, Value: r.GrantsPerS})
-	}
-	return draw(s.name+"-throughput", func(p string) error {
-		return barChart(p, s.name+": grants per second (higher is better)", "grants/s", bars, false)
-	})
+	return f.draw(s.name+"-throughput", s.name+": grants per second (higher is better), Jain's index of grants per worker beside it (1 = even)",
+		func(p, title string) error { return chart.Bars(p, title, "grants/s", bars, false) })
 }
 
-// handoffChart draws the handoff p50 of every contender and wake-up path.
-func handoffChart(path string, results []result) error {
-	var bars []bar
+// classWaits draws one class's wait distribution, its tail (p50, p99 and
+// max on a log scale: a CDF hides its last percent), and for a starvation
+// scenario its waits over time.
+func (f *figures) classWaits(s scenario, class fairness.Class, results []result) error {
+	var series []chart.WaitSeries
+	var points []chart.TimeSeries
+	var tail []chart.Bar
 	for _, r := range results {
-		for _, h := range r.Handoff {
-			bars = append(bars, bar{Label: r.Contender + " (" + h.Woken + ")", Value: h.P50US})
+		c := r.Classes[class.String()]
+		if c == nil {
+			continue
+		}
+		var reqs []fairness.Request
+		for _, q := range r.samples {
+			if q.Class == class {
+				reqs = append(reqs, q)
+			}
+		}
+		slot := f.slots[r.Contender]
+		series = append(series, chart.WaitsOf(r.Contender, slot, reqs))
+		points = append(points, chart.TimesOf(r.Contender, slot, reqs, r.start))
+		for _, p := range []struct {
+			name string
+			ms   float64
+		}{{"p50", c.WaitP50MS}, {"p99", c.WaitP99MS}, {"max", c.WaitMaxMS}} {
+			tail = append(tail, chart.Bar{Label: r.Contender + " " + p.name, Value: p.ms, Slot: slot})
 		}
 	}
-	return barChart(path, "handoff latency p50: Unlock called to waiter granted (lower is better)", "µs", bars, true)
+	if len(series) == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("%s-%s", s.name, class)
+	if err := f.draw(name+"-waits", fmt.Sprintf("%s: %s wait distribution (share granted within x)", s.name, class),
+		func(p, title string) error { return chart.WaitDistribution(p, title, series) }); err != nil {
+		return err
+	}
+	if err := f.draw(name+"-tail", fmt.Sprintf("%s: %s wait p50, p99 and max (lower is better; a timeout counts at the window)", s.name, class),
+		func(p, title string) error { return chart.Bars(p, title, "wait (ms)", tail, true) }); err != nil {
+		return err
+	}
+	if s.role != starvation {
+		return nil
+	}
+	return f.draw(name+"-wait-over-time", fmt.Sprintf("%s: %s wait over time (first repetition)", s.name, class),
+		func(p, title string) error { return chart.WaitOverTime(p, title, points) })
 }
 
-// renewalCharts draws the script calls a client sends per renewal round
-// at each fan-out: what the batching saves (the commands those scripts run
+// handoff draws the handoff p50 of every contender and wake-up path, with
+// its p99 beside it.
+func (f *figures) handoff(results []result) error {
+	var bars []chart.Bar
+	for _, r := range results {
+		for _, h := range r.Handoff {
+			bars = append(bars, chart.Bar{Label: r.Contender + " (" + h.Woken + ")", Value: h.P50US,
+				Note: "p99 " + fmt.Sprintf("%.0f", h.P99US), Slot: f.slots[r.Contender]})
+		}
+	}
+	return f.draw("handoff", "handoff latency p50 (p99 beside it): Unlock called to waiter granted (lower is better)",
+		func(p, title string) error { return chart.Bars(p, title, "µs", bars, true) })
+}
+
+// renewal draws the script calls a client sends per renewal round at
+// each fan-out: what the batching saves (the commands those scripts run
 // are in the table).
-func renewalCharts(results []result, draw func(string, func(string) error) error) error {
-	fanouts := map[int][]bar{}
+func (f *figures) renewal(results []result) error {
+	fanouts := map[int][]chart.Bar{}
 	var order []int
 	for _, r := range results {
 		for _, o := range r.Renewal {
 			if _, ok := fanouts[o.Leases]; !ok {
 				order = append(order, o.Leases)
 			}
-			fanouts[o.Leases] = append(fanouts[o.Leases], bar{Label: r.Contender, Value: o.ScriptsPerRound})
+			fanouts[o.Leases] = append(fanouts[o.Leases], chart.Bar{Label: r.Contender, Value: o.ScriptsPerRound, Slot: f.slots[r.Contender]})
 		}
 	}
 	for _, n := range order {
 		title := fmt.Sprintf("renewal: script calls sent per watchdog round, %d leases held (lower is better)", n)
-		if err := draw(fmt.Sprintf("renewal-%d", n), func(p string) error { return barChart(p, title, "script calls/round", fanouts[n], true) }); err != nil {
+		if err := f.draw(fmt.Sprintf("renewal-%d", n), title,
+			func(p, title string) error { return chart.Bars(p, title, "script calls/round", fanouts[n], true) }); err != nil {
 			return err
 		}
 	}

@@ -6,16 +6,20 @@
 // requests counted at their timeout), writer starvation, Jain's index and
 // min/mean/max grants per worker, overtakes, handoff latency per wake-up
 // path, Redis calls per grant (INFO commandstats), grants/s, and the
-// watchdog's cost per renewal round.
+// watchdog's cost per renewal round. It ends with a verdict computed from
+// the run's numbers: which policy for which workload, and the cost of
+// fairness against the fastest peer.
 //
 // Usage:
 //
 //	go run ./bench/cmd/fairbench [-full] [-scenarios a,b] [-contenders a,b]
-//	    [-duration 1s] [-reps 1] [-bound 1s] [-out fairbench-out] [-json results.json]
+//	    [-duration 1s] [-reps 1] [-bound 1s] [-timeout 0] [-wide]
+//	    [-out fairbench-out] [-json results.json]
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
-// The default set takes about a minute: every scenario but queue-cost once,
-// with a 1s window. -full runs every scenario, queue-cost included, with 5s
+// The default set takes about a minute on two CPUs: every scenario but
+// queue-cost once, with a 1s window (the first go run also compiles, for
+// about as long again). -full runs every scenario, queue-cost included, with 5s
 // windows three times and reports medians (about twenty-five minutes);
 // -scenarios queue-cost runs it alone.
 //
@@ -25,8 +29,14 @@
 // installed (or with -redis miniredis) it uses an in-process miniredis and
 // says so (rueidislock, which needs client tracking, cannot run there).
 //
-// Progress goes to stderr, the tables to stdout, charts (SVG and PNG) to the -out
-// folder. It exits non-zero on any lock error.
+// Progress goes to stderr, the tables to stdout (within 120 columns; -wide
+// adds every percentile and cost column), charts (SVG and PNG, with an
+// index.html to open first) to the -out folder. A run (one scenario by one
+// contender) that fails, or passes its time limit (-timeout), is reported
+// under its scenario and skipped, and a contender that stalls is skipped
+// in the scenarios after: every other run is still printed and charted.
+// It then exits non-zero, as it does when interrupted (Ctrl-C prints the
+// runs that ended).
 package main
 
 import (
@@ -37,6 +47,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,12 +89,23 @@ type options struct {
 	minHandoffs int
 	// leases overrides the renewal scenario's fan-outs.
 	leases []int
+	// timeout, if > 0, replaces every scenario's time limit per run.
+	timeout time.Duration
+	// wide prints the wide tables.
+	wide bool
 }
 
 // run is fairbench with its command-line arguments (without the program
-// name).
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	opt, err := parseFlags(args, stderr)
+// name), over every contender.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, contender.All(), stdout, stderr)
+}
+
+// runWith is run over the contenders all (-contenders picks among them).
+// Whatever fails or stalls, every run that ended is printed and charted;
+// the error then says how many did not.
+func runWith(ctx context.Context, args []string, all []contender.Contender, stdout, stderr io.Writer) (err error) {
+	opt, err := parseFlags(args, all, stderr)
 	if err != nil {
 		return err
 	}
@@ -104,7 +126,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	} else {
 		fmt.Fprintf(stderr, "fairbench: Redis is %s %s at %s\n", r.Kind, r.Version, r.Addr)
 	}
+	rep := newReport(opt, args, r)
+	bySc := runAll(ctx, r, opt, rep, stderr)
+	verdict := verdictOf(opt.scenarios, bySc, opt.contenders, opt.bound)
+	if err := writeText(stdout, rep, opt, bySc, verdict); err != nil {
+		return err
+	}
+	if opt.out != "" {
+		files, err := writeFigures(opt.out, opt.scenarios, bySc, slotsOf(all), verdictText(verdict))
+		if err != nil {
+			return fmt.Errorf("charts: %w", err)
+		}
+		fmt.Fprintf(stderr, "fairbench: %d charts written to %s: open %s first\n",
+			len(files)-1, opt.out, filepath.Join(opt.out, indexFile))
+	}
+	if opt.jsonPath != "" {
+		if err := writeJSON(opt.jsonPath, rep); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+		fmt.Fprintf(stderr, "fairbench: results written to %s\n", opt.jsonPath)
+	}
+	switch {
+	case rep.Interrupted:
+		return fmt.Errorf("interrupted: the results above are those of the runs that ended: %w", ctx.Err())
+	case len(rep.Failures) > 0:
+		return fmt.Errorf("%d run(s) failed or stalled (listed above, under their scenario); the others are reported", len(rep.Failures))
+	}
+	return nil
+}
 
+// newReport starts the report of a run: its settings, machine, Redis and
+// contenders.
+func newReport(opt *options, args []string, r *redisEnv) *report {
 	rep := &report{
 		Settings: settings{
 			DurationS: opt.window.Seconds(), BoundMS: msOf(opt.bound), Repetitions: opt.reps,
@@ -121,77 +174,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		rep.Settings.Contenders = append(rep.Settings.Contenders, c.Name)
 		rep.Contenders = append(rep.Contenders, contenderInfo{Name: c.Name, Library: c.Library, Reads: c.Reads, Wake: c.Wake, Settings: c.Settings})
 	}
-	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	bySc := make([][]result, len(opt.scenarios))
-	for i, s := range opt.scenarios {
-		for _, ct := range opt.contenders {
-			if !s.runs(ct) {
-				continue
-			}
-			if err := ct.Supports(r.option, r.Kind == kindMiniredis); err != nil {
-				fmt.Fprintf(stderr, "%s / %s: skipped: %v\n", s.name, ct.Name, err)
-				continue
-			}
-			var reps []result
-			for k := 1; k <= opt.reps; k++ {
-				fmt.Fprintf(stderr, "%s / %s", s.name, ct.Name)
-				if opt.reps > 1 {
-					fmt.Fprintf(stderr, " (%d of %d)", k, opt.reps)
-				}
-				fmt.Fprint(stderr, " ... ")
-				name := fmt.Sprintf("fairbench:%s:%s:%s:%d", runID, s.name, ct.Name, k)
-				res, err := runOne(ctx, r, s, ct, name, k, opt)
-				if err != nil {
-					fmt.Fprintln(stderr, "failed")
-					if ctx.Err() != nil {
-						return fmt.Errorf("interrupted during %s / %s: %w", s.name, ct.Name, ctx.Err())
-					}
-					return fmt.Errorf("%s / %s: %w", s.name, ct.Name, err)
-				}
-				fmt.Fprintf(stderr, "done in %.1fs%s\n", res.ElapsedS, progressNote(res))
-				reps = append(reps, res)
-			}
-			med := medianOf(reps)
-			bySc[i] = append(bySc[i], med)
-			rep.Results = append(rep.Results, med)
-			if opt.reps > 1 {
-				rep.Runs = append(rep.Runs, reps...)
-			}
-		}
-	}
+	return rep
+}
 
-	writeHeader(stdout, rep)
+// writeText prints the report: header, one section per scenario (with its
+// failed runs), the legend and the verdict.
+func writeText(w io.Writer, rep *report, opt *options, bySc [][]result, verdict []verdictLine) error {
+	writeHeader(w, rep, opt.wide)
 	for i, s := range opt.scenarios {
-		if err := writeScenario(stdout, s, bySc[i]); err != nil {
+		if err := writeScenario(w, s, bySc[i], rep.Failures, opt.wide); err != nil {
 			return err
 		}
 	}
-	writeLegend(stdout)
-	if opt.out != "" {
-		files, err := writeFigures(opt.out, opt.scenarios, bySc)
-		if err != nil {
-			return fmt.Errorf("charts: %w", err)
-		}
-		fmt.Fprintf(stderr, "fairbench: %d charts written to %s\n", len(files), opt.out)
-	}
-	if opt.jsonPath != "" {
-		if err := writeJSON(opt.jsonPath, rep); err != nil {
-			return fmt.Errorf("-json: %w", err)
-		}
-		fmt.Fprintf(stderr, "fairbench: results written to %s\n", opt.jsonPath)
-	}
+	writeLegend(w, opt.wide)
+	writeVerdict(w, verdict)
 	return nil
 }
 
 // parseFlags parses the command line; every error is a usageError (or
 // flag.ErrHelp).
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+func parseFlags(args []string, all []contender.Contender, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		opt         options
 		scenarioArg = fs.String("scenarios", defaultScenarioNames(), "comma-separated scenarios to run (-full adds "+optionalScenarioNames()+")")
-		contendArg  = fs.String("contenders", contenderNames(), "comma-separated contenders to run")
+		contendArg  = fs.String("contenders", contenderNames(all), "comma-separated contenders to run")
 		full        = fs.Bool("full", false, "the full set: every scenario, -duration 5s -reps 3 unless given")
 		leasesArg   = fs.String("leases", "", "comma-separated fan-outs of the renewal scenario (default 1000,10000)")
 	)
@@ -203,6 +211,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&opt.bound, "bound", time.Second, "starvation bound: report the share of requests not granted within it")
 	fs.StringVar(&opt.out, "out", "fairbench-out", "folder for the charts (SVG and PNG); empty for none")
 	fs.StringVar(&opt.jsonPath, "json", "", "also write every result as JSON to this file")
+	fs.DurationVar(&opt.timeout, "timeout", 0, "time limit of each run (one scenario by one contender), past which the contender\n"+
+		"is reported as stalled and skipped; 0 for each scenario's own (20s + 3 windows for a closed loop)")
+	fs.BoolVar(&opt.wide, "wide", false, "print the wide tables (every percentile and cost column; over 120 columns)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -225,8 +236,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			*scenarioArg = scenarioNames()
 		}
 	}
-	if opt.window <= 0 || opt.bound <= 0 || opt.reps < 1 || opt.minHandoffs < 1 {
-		return nil, usageError{errors.New("-duration and -bound must be positive, -reps and -min-handoffs at least 1")}
+	if opt.window <= 0 || opt.bound <= 0 || opt.reps < 1 || opt.minHandoffs < 1 || opt.timeout < 0 {
+		return nil, usageError{errors.New("-duration and -bound must be positive, -timeout not negative, -reps and -min-handoffs at least 1")}
 	}
 	for f := range strings.SplitSeq(*leasesArg, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -247,7 +258,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if opt.scenarios, err = pickScenarios(*scenarioArg); err != nil {
 		return nil, usageError{err}
 	}
-	if opt.contenders, err = pickContenders(*contendArg); err != nil {
+	if opt.contenders, err = pickContenders(*contendArg, all); err != nil {
 		return nil, usageError{err}
 	}
 	return &opt, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairrw/rwlock/bench/internal/chart"
 	"github.com/fairrw/rwlock/bench/internal/contender"
 )
 
@@ -122,10 +123,10 @@ func writeQueueCost(w io.Writer, s scenario, results []result) error {
 	return tw.Flush()
 }
 
-// queueCostCharts draws the queue-cost scenario's bars: the Redis CPU per
+// queueCost draws the queue-cost scenario's bars: the Redis CPU per
 // grant and the grants per second of every contender at each queue length.
-func queueCostCharts(s scenario, results []result, draw func(string, func(string) error) error) error {
-	var cpu, grants []bar
+func (f *figures) queueCost(s scenario, results []result) error {
+	var cpu, grants []chart.Bar
 	for _, r := range results {
 		for _, q := range r.Queue {
 			label := fmt.Sprintf("%s, %d writers", r.Contender, q.Writers)
@@ -133,16 +134,15 @@ func queueCostCharts(s scenario, results []result, draw func(string, func(string
 			if q.Cost != nil {
 				us = q.Cost.RedisCPUUsecPerGrant
 			}
-			cpu = append(cpu, bar{Label: label, Value: us})
-			grants = append(grants, bar{Label: label, Value: q.GrantsPerS})
+			slot := f.slots[r.Contender]
+			cpu = append(cpu, chart.Bar{Label: label, Value: us, Slot: slot})
+			grants = append(grants, chart.Bar{Label: label, Value: q.GrantsPerS, Note: fmt.Sprintf("p99 %.0fms", q.WaitP99MS), Slot: slot})
 		}
 	}
-	if err := draw(s.name+"-redis-cpu", func(p string) error {
-		return barChart(p, s.name+": redis-server CPU per grant by queue length (lower is better)", "µs/grant", cpu, true)
-	}); err != nil {
+	if err := f.draw(s.name+"-redis-cpu", s.name+": redis-server CPU per grant by queue length (lower is better)",
+		func(p, title string) error { return chart.Bars(p, title, "µs/grant", cpu, true) }); err != nil {
 		return err
 	}
-	return draw(s.name+"-throughput", func(p string) error {
-		return barChart(p, s.name+": grants per second by queue length (higher is better)", "grants/s", grants, false)
-	})
+	return f.draw(s.name+"-throughput", s.name+": grants per second by queue length (higher is better), wait p99 beside it",
+		func(p, title string) error { return chart.Bars(p, title, "grants/s", grants, false) })
 }

@@ -22,6 +22,10 @@ type report struct {
 	Results []result `json:"results"`
 	// Runs holds every repetition's own result, when there were several.
 	Runs []result `json:"runs,omitempty"`
+	// Failures are the runs that failed or stalled, left out of Results.
+	Failures []failure `json:"failures,omitempty"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before its end.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 type settings struct {

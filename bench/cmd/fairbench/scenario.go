@@ -56,10 +56,26 @@ type scenario struct {
 	// on one name, shortest queue first: the same shape with more writers,
 	// so that what grows per grant is what the queue's length costs.
 	queues []class
+	// role is what the verdict reads from the scenario.
+	role role
+	// exposes is, for a starvation scenario, the class a policy may starve
+	// in it: the verdict ranks policies by that class's waits, and the
+	// charts show its waits over time.
+	exposes fairness.Class
 	// optional scenarios are left out of the default set, which is meant
 	// to take about a minute; -scenarios or -full runs them.
 	optional bool
 }
+
+// role is what the verdict reads from a scenario.
+type role uint8
+
+const (
+	noRole       role = iota
+	starvation        // which policies starve the class the scenario exposes
+	throughput        // the policies' grants/s
+	fairnessCost      // the policies' grants/s and Jain's index against the fastest peer's
+)
 
 // exclusive reports whether the scenario asks only for write holds, so
 // that the peer libraries (exclusive locks only) can run it too.
@@ -93,6 +109,7 @@ func mixed(share float64) scenario {
 		classes: []class{
 			{kind: fairness.Reader, workers: 16, clients: 4, hold: time.Millisecond, thinkMax: 2 * time.Millisecond, readShare: share},
 		},
+		role: throughput,
 	}
 }
 
@@ -112,6 +129,7 @@ var scenarios = []scenario{
 		classes: []class{
 			{kind: fairness.Writer, workers: 8, clients: 2},
 		},
+		role: fairnessCost,
 	},
 	{
 		name: "queue-cost",
@@ -144,6 +162,7 @@ var scenarios = []scenario{
 			{kind: fairness.Reader, workers: 6, clients: 2, hold: 20 * time.Millisecond, thinkMax: 2 * time.Millisecond},
 			{kind: fairness.Writer, workers: 1, clients: 1, hold: 5 * time.Millisecond, thinkMin: 20 * time.Millisecond, thinkMax: 20 * time.Millisecond},
 		},
+		role: starvation, exposes: fairness.Writer,
 	},
 	{
 		name:  "writer-burst",
@@ -152,6 +171,21 @@ var scenarios = []scenario{
 			{kind: fairness.Reader, workers: 4, clients: 2, hold: 20 * time.Millisecond, thinkMax: 2 * time.Millisecond},
 			{kind: fairness.Writer, workers: 4, clients: 2, hold: 5 * time.Millisecond, period: 200 * time.Millisecond},
 		},
+		role: starvation, exposes: fairness.Writer,
+	},
+	{
+		// The mirror image of reader-flood: the writers' requests overlap
+		// (4 x 5ms held per 5-7ms of think and handoff), so a writer is
+		// nearly always queued. A writer-preferring lock lets no reader in
+		// while one is: its readers wait out the window. Phase-fair
+		// alternates phases; Redisson queues nobody.
+		name:  "writer-stream",
+		about: "4 writers on 2 clients (hold 5ms, think 0-2ms: a writer is nearly always waiting), 4 readers on 2 clients (hold 5ms, think 5-10ms)",
+		classes: []class{
+			{kind: fairness.Writer, workers: 4, clients: 2, hold: 5 * time.Millisecond, thinkMax: 2 * time.Millisecond},
+			{kind: fairness.Reader, workers: 4, clients: 2, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
+		},
+		role: starvation, exposes: fairness.Reader,
 	},
 	mixed(0.50),
 	mixed(0.90),
@@ -213,24 +247,24 @@ func pickScenarios(list string) ([]scenario, error) {
 	return out, nil
 }
 
-// contenderNames returns the names of every contender, comma-separated.
-func contenderNames() string {
+// contenderNames returns the names of all, comma-separated.
+func contenderNames(all []contender.Contender) string {
 	var names []string
-	for _, c := range contender.All() {
+	for _, c := range all {
 		names = append(names, c.Name)
 	}
 	return strings.Join(names, ",")
 }
 
-// pickContenders parses -contenders; the result keeps the order of
-// contender.All.
-func pickContenders(list string) ([]contender.Contender, error) {
-	want, err := pickNames(list, contenderNames(), "contender")
+// pickContenders parses -contenders out of all; the result keeps all's
+// order.
+func pickContenders(list string, all []contender.Contender) ([]contender.Contender, error) {
+	want, err := pickNames(list, contenderNames(all), "contender")
 	if err != nil {
 		return nil, err
 	}
 	var out []contender.Contender
-	for _, c := range contender.All() {
+	for _, c := range all {
 		if want[c.Name] {
 			out = append(out, c)
 		}
@@ -260,4 +294,28 @@ func pickNames(list, known, what string) (map[string]bool, error) {
 		return nil, errors.New("no " + what + " selected")
 	}
 	return want, nil
+}
+
+// limit is how long one run of s (one repetition by one contender) may
+// take before it counts as stalled: far more than a run takes on a loaded
+// machine (a 1s window's closed loop takes about 2s, its warm-up a few
+// round trips), so that only a contender that has stopped making progress
+// reaches it.
+func (s *scenario) limit(window time.Duration, leases []int) time.Duration {
+	switch s.kind {
+	case handoff: // runHandoff's own bound is 5 windows + 10s
+		return 20*time.Second + 6*window
+	case queueCost:
+		return time.Duration(len(s.queues)) * (20*time.Second + 3*window)
+	case renewal:
+		if leases == nil {
+			leases = s.leases
+		}
+		d := 30 * time.Second
+		for _, n := range leases {
+			d += 10*time.Second + time.Duration(n)*5*time.Millisecond
+		}
+		return d
+	}
+	return 20*time.Second + 3*window
 }

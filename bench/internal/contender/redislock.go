@@ -71,8 +71,8 @@ func (m *redislockMutex) Acquire(ctx context.Context, class fairness.Class) (fai
 		switch {
 		case err == nil:
 			return &redislockHold{l: l, waited: waited}, nil
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("redislock %q: %w", m.name, ctx.Err())
+		case ctxEnded(ctx) != nil:
+			return nil, fmt.Errorf("redislock %q: %w", m.name, ctxEnded(ctx))
 		case !bounded && errors.Is(err, context.DeadlineExceeded):
 			continue // Obtain's own bound, not ctx's
 		}

@@ -62,7 +62,8 @@ type redsyncMutex struct {
 func (m *redsyncMutex) Owner() string { return m.owner }
 
 // Acquire calls LockContext with unlimited tries. redsync returns ErrFailed
-// when ctx ends during a retry delay; Acquire returns ctx's error then.
+// when ctx ends during a retry delay, and go-redis an i/o timeout at ctx's
+// deadline; Acquire returns ctx's error then.
 func (m *redsyncMutex) Acquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
 	if class == fairness.Reader {
 		return nil, ErrNoReads
@@ -77,8 +78,8 @@ func (m *redsyncMutex) Acquire(ctx context.Context, class fairness.Class) (fairn
 			return time.Duration(rand.IntN(redsyncMaxDelayMs-redsyncMinDelayMs)+redsyncMinDelayMs) * time.Millisecond
 		}))
 	if err := h.mu.LockContext(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("redsync %q: %w", m.name, ctx.Err())
+		if ended := ctxEnded(ctx); ended != nil {
+			return nil, fmt.Errorf("redsync %q: %w", m.name, ended)
 		}
 		return nil, fmt.Errorf("redsync %q: %w", m.name, err)
 	}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/bench/internal/contender"
+	"github.com/fairrw/rwlock/internal/fairness"
+)
+
+// fakeContender is a contender whose every handle is made by mutex: a
+// library that fails or stalls, for the runner's tests.
+func fakeContender(name string, mutex func() contender.Mutex) contender.Contender {
+	return contender.Contender{
+		Name: name, Library: "fake", Reads: true, Wake: "never",
+		Open: func(rueidis.ClientOption) (contender.Client, error) { return fakeClient{mutex}, nil },
+	}
+}
+
+type fakeClient struct{ mutex func() contender.Mutex }
+
+func (c fakeClient) Mutex(string) contender.Mutex { return c.mutex() }
+func (fakeClient) Close()                         {}
+
+// brokenMutex grants its first request (the warm-up) and fails every
+// other: a library that breaks in the middle of a run.
+type brokenMutex struct{ asked atomic.Int32 }
+
+var errBroken = errors.New("fake: connection reset by peer")
+
+func (m *brokenMutex) Acquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	if m.asked.Add(1) == 1 {
+		return fakeHold{}, nil
+	}
+	return nil, errBroken
+}
+
+func (m *brokenMutex) TryAcquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	return m.Acquire(ctx, class)
+}
+
+func (*brokenMutex) Owner() string { return "broken" }
+
+type fakeHold struct{}
+
+func (fakeHold) Unlock(context.Context) error { return nil }
+func (fakeHold) WokenBy() string              { return "" }
+
+// stallingMutex blocks every request until released ends, whatever its
+// own context: a library that hangs and ignores cancellation.
+type stallingMutex struct {
+	released context.Context
+	stalls   *stalls
+}
+
+// stalls counts the stalled requests, for the test to wait for their end.
+type stalls struct {
+	entered atomic.Int32
+	exited  chan struct{} // one send per request, buffered
+}
+
+// wait returns once every request that entered has returned.
+func (s *stalls) wait() {
+	for range s.entered.Load() {
+		<-s.exited
+	}
+}
+
+func (m stallingMutex) Acquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	m.stalls.entered.Add(1)
+	defer func() { m.stalls.exited <- struct{}{} }()
+	<-m.released.Done()
+	return nil, errors.New("fake: released")
+}
+
+func (m stallingMutex) TryAcquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	return m.Acquire(ctx, class)
+}
+
+func (stallingMutex) Owner() string { return "stalling" }
+
+// TestFailingAndStallingContenders runs two scenarios on miniredis with
+// a real contender, one that fails mid-run and one that stalls ignoring
+// its context: the run must print and chart the real contender's results
+// in both, report the failure in each scenario, report the stall once
+// (after its time limit) and skip the stalled contender after it, write
+// the failures to the JSON, fit 120 columns, and return an error that
+// says runs failed.
+func TestFailingAndStallingContenders(t *testing.T) {
+	released, release := context.WithCancel(context.Background())
+	st := &stalls{exited: make(chan struct{}, 100)}
+	t.Cleanup(func() {
+		release()
+		st.wait() // the abandoned run's requests end: no leak
+	})
+	all := []contender.Contender{
+		contender.Policies()[2], // phase-fair
+		fakeContender("broken", func() contender.Mutex { return new(brokenMutex) }),
+		fakeContender("stalling", func() contender.Mutex { return stallingMutex{released, st} }),
+	}
+	dir := t.TempDir()
+	charts, path := filepath.Join(dir, "charts"), filepath.Join(dir, "results.json")
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	err := runWith(context.Background(), []string{"-redis", "miniredis", "-duration", "200ms", "-timeout", "1s",
+		"-scenarios", "contended,reader-flood", "-out", charts, "-json", path}, all, &out, &errOut)
+	elapsed := time.Since(start)
+	stdout, stderr := out.String(), errOut.String()
+	if err == nil || !strings.Contains(err.Error(), "3 run(s) failed or stalled") {
+		t.Errorf("err = %v, want 3 runs failed or stalled", err)
+	}
+	// The stall costs its limit and a grace of as long, once.
+	if elapsed > 15*time.Second {
+		t.Errorf("the run took %v", elapsed)
+	}
+	others := map[string]bool{}
+	for _, c := range contender.All() {
+		others[c.Name] = c.Name != "phase-fair"
+	}
+	checkTables(t, stdout, others, "contended", "reader-flood")
+	checkWidth(t, stdout)
+	for _, sc := range []string{"contended", "reader-flood"} {
+		sec := section(stdout, sc)
+		if !strings.Contains(sec, "phase-fair") || !strings.Contains(sec, "broken: "+sc+" failed after") || !strings.Contains(sec, errBroken.Error()) {
+			t.Errorf("%s: no phase-fair row or no failure of broken:\n%s", sc, sec)
+		}
+	}
+	if sec := section(stdout, "contended"); !strings.Contains(sec, "stalling: contended stalled after") || !strings.Contains(sec, errAbandoned.Error()) {
+		t.Errorf("contended: the stall is not reported:\n%s", sec)
+	}
+	if strings.Contains(section(stdout, "reader-flood"), "stalling") || !strings.Contains(stderr, "reader-flood / stalling: skipped: it stalled in contended") {
+		t.Errorf("the stalled contender was not skipped after its stall:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	if !strings.Contains(stdout, "\n== verdict") || !strings.Contains(stdout, "\nreader-flood   ") {
+		t.Errorf("no verdict on phase-fair's reader flood:\n%s", stdout)
+	}
+	for _, f := range []string{"contended-throughput.svg", "reader-flood-writer-tail.png", indexFile} {
+		if _, err := os.Stat(filepath.Join(charts, f)); err != nil {
+			t.Errorf("chart: %v", err)
+		}
+	}
+	checkIndex(t, charts)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results  []result  `json:"results"`
+		Failures []failure `json:"failures"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || len(rep.Failures) != 3 {
+		t.Fatalf("%d results and %d failures, want 2 and 3: %+v", len(rep.Results), len(rep.Failures), rep.Failures)
+	}
+	for _, f := range rep.Failures {
+		if f.Stalled != (f.Contender == "stalling") || f.Rep != 1 || f.Error == "" {
+			t.Errorf("failure %+v", f)
+		}
+	}
+}
+
+// TestGuarded checks the time limit of one run: a result in time passes;
+// an error after the limit wraps errTimedOut; a run that ignores its
+// context is abandoned after the grace; an error in time stays as it is.
+func TestGuarded(t *testing.T) {
+	ctx := context.Background()
+	res, err := guarded(ctx, time.Second, func(context.Context) (result, error) { return result{Contender: "a"}, nil })
+	if err != nil || res.Contender != "a" {
+		t.Errorf("in time: %+v, %v", res, err)
+	}
+	_, err = guarded(ctx, 50*time.Millisecond, func(ctx context.Context) (result, error) {
+		<-ctx.Done()
+		return result{}, ctx.Err()
+	})
+	if !errors.Is(err, errTimedOut) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("past the limit: %v", err)
+	}
+	release := make(chan struct{})
+	done := make(chan struct{})
+	start := time.Now()
+	_, err = guarded(ctx, 50*time.Millisecond, func(context.Context) (result, error) {
+		defer close(done)
+		<-release
+		return result{}, nil
+	})
+	if !errors.Is(err, errAbandoned) || time.Since(start) < 100*time.Millisecond {
+		t.Errorf("stalled: %v after %v, want errAbandoned after the limit and as long again", err, time.Since(start))
+	}
+	close(release)
+	<-done
+	_, err = guarded(ctx, time.Second, func(context.Context) (result, error) { return result{}, errBroken })
+	if err != errBroken {
+		t.Errorf("an error in time = %v, want it unwrapped", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = guarded(cctx, time.Second, func(ctx context.Context) (result, error) { return result{}, ctx.Err() })
+	if errors.Is(err, errTimedOut) || !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted: %v, want context.Canceled and no time limit", err)
+	}
+}
