@@ -35,7 +35,8 @@
 -- mint(F, last): a new fencing token: the server's clock in microseconds,
 -- or one more than the last token if that is higher, kept at F for a
 -- second. last, when given, is the last token as the caller read it (the
--- writer it replaces holds it), which spares reading F.
+-- writer it replaces holds it); without it, F is read by the SET that
+-- writes it (SET ... GET).
 -- Tokens of one name strictly increase while F lives; once it expired the
 -- clock has passed every earlier token (a token runs ahead of the clock by
 -- one per grant made within one microsecond, and a second is a million of
@@ -70,7 +71,18 @@ end
 
 local function mint(F, last)
   local s, us = clock()
-  local token = math.max((tonumber(last) or last_token(F)) + 1, s * 1000000 + us)
+  local t = s * 1000000 + us
+  last = tonumber(last)
+  if not last then
+    -- Write the clock's token and read the last one in one command; only
+    -- a last token at or above the clock (grants within one microsecond)
+    -- costs a second write. Nothing reads F between the two.
+    last = tonumber(redis.call('set', F, string.format('%.0f', t), 'px', 1000, 'get'))
+    if not last or last < t then
+      return t
+    end
+  end
+  local token = math.max(last + 1, t)
   redis.call('set', F, string.format('%.0f', token), 'px', 1000)
   return token
 end

@@ -34,8 +34,14 @@ local refused, marked = mismatch()
 if refused then
   return refused
 end
-if marked and redis.call('exists', M) == 1 then
-  return {-1, 0}
+if marked then
+  -- One EXISTS asks for the marker (counted twice) and the queue: whether
+  -- Q existed spares a PTTL when the queue is covered (see cover).
+  local n = redis.call('exists', M, M, Q)
+  if n >= 2 then
+    return {-1, 0}
+  end
+  st.q_existed = n == 1
 end
 settle()
 local queue, further = ARGV[9] == '1', tonumber(ARGV[10])
@@ -46,14 +52,14 @@ local function read()
   local deadline = now + lease
   local token = last_token(F) -- before any write
   redis.call('zadd', R, 'GT', deadline, owner)
-  cover(R, deadline)
-  if pf then
+  cover(R, deadline, st.bare) -- a bare lock had no R: it is new
+  if pf and not st.bare then
     redis.call('zrem', A, owner)
     redis.call('zrem', W, owner)
   end
+  st.bare = false
   if not st.policy then -- a new lock: record its policy for a lease
-    hset('seq', 0)
-    cover(S, deadline, true)
+    hset_until(deadline, lease, true, 'seq', 0)
   end
   return token
 end
@@ -62,8 +68,7 @@ end
 local function write(count)
   local token = tonumber(st.wtoken) or last_token(F)
   local deadline = math.max(now + lease, st.wdeadline)
-  hset('wcount', count, 'wdeadline', deadline)
-  cover(S, deadline)
+  hset_until(deadline, lease, false, 'wcount', count, 'wdeadline', deadline)
   return token
 end
 
@@ -88,7 +93,7 @@ if further > 0 then
 elseif ARGV[2] == 'r' then
   local admit = read_deadline(owner) ~= nil -- a retry of this first hold, which was granted
   if not admit and not st.writer then
-    if pf then
+    if pf and not st.bare then
       local adm = tonumber(redis.call('zscore', A, owner))
       admit = adm ~= nil and adm >= now
     end
@@ -121,9 +126,8 @@ else
     if queued then
       dequeue(owner)
     end
-    local new = not st.policy
-    hset('writer', owner, 'wcount', 1, 'wdeadline', deadline, 'wtoken', string.format('%.0f', granted))
-    cover(S, deadline, new)
+    hset_until(deadline, lease, not st.policy, 'writer', owner, 'wcount', 1, 'wdeadline', deadline,
+      'wtoken', string.format('%.0f', granted))
   else
     if open and h then
       -- The lock is free and its next writer waits (its grant was lost
@@ -135,12 +139,11 @@ else
       turned() -- a TryLock (a quorum's round): told "r" when the way is clear
     else
       local deadline = now + qlease
-      hset('q:' .. owner, deadline .. ':' .. ARGV[4])
+      hset_until(deadline, qlease, false, 'q:' .. owner, deadline .. ':' .. ARGV[4])
       if not queued then
         redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), owner)
       end
-      cover(Q, deadline)
-      cover(S, deadline)
+      cover(Q, deadline, st.q_existed == false, st.q_existed)
     end
   end
   if not granted then

@@ -5,7 +5,9 @@
 --            wdeadline, wtoken (the writer's fencing token), seq (queue
 --            sequence), turned ("1": a reader was turned away since the
 --            last "r" message), "q:<owner>" = "<deadline>:<lease>" of a
---            waiting writer (its entry's deadline, the lease it asked for)
+--            waiting writer (its entry's deadline, the lease it asked for),
+--            horizon (ms, server time: S's own expiry is at least this; see
+--            hset_until)
 -- KEYS[2] R: readers zset, owner -> read lease deadline (ms, server time)
 -- KEYS[3] Q: waiting writers zset, owner -> sequence (FIFO order)
 -- KEYS[4] W: phase-fair only: waiting readers, owner -> deadline
@@ -40,7 +42,10 @@
 -- readers when all of them are dead, a waiting writer when it is first), so
 -- no call scans the queue or the holders: its cost does not grow with them.
 -- Every key lives at least until the latest deadline of its own entries
--- (see cover), and all of them go when the lock is idle. When a hold ends
+-- (see cover), and all of them go when the lock is idle. S may outlive its
+-- latest deadline by up to half the lease that moved its expiry last (see
+-- hset_until): a lock left by a crashed holder or waiter is gone from
+-- Redis that much later than its entries stopped counting. When a hold ends
 -- and the lock is free, the release itself grants the writer at the head of
 -- the queue; a grant made on a waiter's behalf lasts no longer than its
 -- queue entry would have, unless the waiter takes it up.
@@ -52,13 +57,17 @@ local now = now_ms() -- common.lua
 
 -- st holds the state fields every call needs, read by load() in one HMGET.
 -- A key of another type at S fails the script there, before any write.
+-- It also keeps what a call learned that spares a command later: bare (no
+-- R, Q, W or A existed: see mismatch), q_existed (Q existed and nothing
+-- removed from it since), no_readers and no_admitted (a release knows
+-- there is no live entry in R, A: see fair_unlock.lua).
 local st
 local function load()
-  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner)
+  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner, 'horizon')
   st = {
     existed = v[1] ~= false, -- S exists (every S records its policy)
     policy = v[1], writer = v[2], wcount = tonumber(v[3]), wdeadline = tonumber(v[4]),
-    wtoken = v[5], turned = v[6], entry = v[7],
+    wtoken = v[5], turned = v[6], entry = v[7], horizon = tonumber(v[8]),
   }
 end
 
@@ -75,15 +84,38 @@ end
 -- cover makes key live at least until deadline (ms, server time), never
 -- shortening it: GT leaves a later expiry alone, and a key just created
 -- (no TTL, which GT treats as infinite) gets one. new: the caller created
--- the key in this call, so it has no expiry yet. S, when it existed before
--- the call, has an expiry already (every write that creates it sets one).
-local function cover(key, deadline, new)
+-- the key in this call, so it has no expiry yet. old: the caller knows the
+-- key existed before the call (and was not emptied since), so it has an
+-- expiry already (every write that creates a key sets one); so has S when
+-- it existed before the call.
+local function cover(key, deadline, new, old)
   if new then -- the caller knows the key has just been created
     redis.call('pexpireat', key, deadline)
-  elseif redis.call('pexpireat', key, deadline, 'GT') == 0 and not (key == S and st.existed)
+  elseif redis.call('pexpireat', key, deadline, 'GT') == 0 and not old and not (key == S and st.existed)
       and redis.call('pttl', key) == -1 then
     redis.call('pexpireat', key, deadline)
   end
+end
+
+-- hset_until writes fields of S (as hset) and makes S live at least until
+-- deadline. S keeps its own horizon, a lower bound on its expiry read with
+-- the rest of S: when it covers deadline already nothing more is sent;
+-- otherwise S's expiry is moved to deadline + span/2 (span: the lease of
+-- the entry written), and the horizon with it. So a hold renewed every
+-- third of its lease moves S's expiry every other round, and a queue
+-- refreshed by its waiters' attempts moves it once per half a queue lease.
+-- The horizon never exceeds S's expiry: it is written only with a
+-- PEXPIREAT at least as late (which GT or a new key's first expiry makes
+-- happen), an expiry only ever moves later, and a deleted or expired S
+-- takes its horizon with it. new: S is created in this call.
+local function hset_until(deadline, span, new, ...)
+  if not new and st.horizon and st.horizon >= deadline then
+    return hset(...)
+  end
+  local h = deadline + math.floor(span / 2)
+  hset('horizon', h, ...)
+  st.horizon = h
+  cover(S, h, new)
 end
 
 -- mismatch returns an error reply when the name is held under another
@@ -100,6 +132,8 @@ local function mismatch()
   -- One EXISTS asks for the Redisson hash, the marker, and keys at the
   -- lock's other names: a new lock normally has none of them.
   if redis.call('exists', X, M, R, Q, W, A) == 0 then
+    st.bare = true -- no reader, waiter or admitted reader: spares looking
+    st.q_existed = false
     return nil, false
   end
   for _, k in ipairs({R, Q, W, A}) do
@@ -142,6 +176,9 @@ end
 
 -- read_deadline is owner's live read deadline, or nil.
 local function read_deadline(o)
+  if st.bare then
+    return nil
+  end
   local d = tonumber(redis.call('zscore', R, o))
   if d and d >= now then
     return d
@@ -152,6 +189,9 @@ end
 -- readers_alive says whether a live reader holds; when every reader is
 -- dead, their entries go (one command, whatever their number).
 local function readers_alive()
+  if st.bare or st.no_readers then
+    return false
+  end
   local top = redis.call('zrange', R, -1, -1, 'withscores')
   if not top[2] then
     return false
@@ -166,6 +206,9 @@ end
 -- admitted_alive (phase-fair): whether a reader admitted at the end of the
 -- last write has yet to enter.
 local function admitted_alive()
+  if st.bare or st.no_admitted then
+    return false
+  end
   local top = redis.call('zrange', A, -1, -1, 'withscores')
   if not top[2] then
     return false
@@ -180,6 +223,9 @@ end
 -- head returns the live writer at the head of the queue with its entry's
 -- deadline and lease, dropping dead heads on the way.
 local function head()
+  if st.bare then
+    return nil
+  end
   while true do
     local h = redis.call('zrange', Q, 0, 0)[1]
     if not h then
@@ -191,6 +237,7 @@ local function head()
       return h, d, l
     end
     redis.call('zrem', Q, h)
+    st.q_existed = nil -- Q may be gone now
     redis.call('hdel', S, 'q:' .. h)
   end
 end
@@ -198,6 +245,7 @@ end
 -- dequeue removes owner o's queue entry.
 local function dequeue(o)
   redis.call('zrem', Q, o)
+  st.q_existed = nil -- Q may be gone now
   redis.call('hdel', S, 'q:' .. o)
 end
 

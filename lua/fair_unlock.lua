@@ -71,8 +71,7 @@ end
 if writer then
   if writes > 0 then
     local deadline = now + tonumber(ARGV[13])
-    hset('wcount', writes, 'wdeadline', deadline)
-    cover(S, deadline)
+    hset_until(deadline, lease, false, 'wcount', writes, 'wdeadline', deadline)
   elseif redis.call('exists', R, Q, W, A) == 0 then
     -- The last hold of an idle lock: nothing is left of it.
     if st.turned then
@@ -86,7 +85,13 @@ if writer then
     -- first would cost a command for nothing, so next_holder deletes them
     -- only when it grants no one (see vacate).
     st.vacated, st.writer = true, false
+    -- While the owner held the write no one else's read could begin and
+    -- no reader was admitted (that happens just below): R holds no live
+    -- entry but the owner's own reads, and A none.
+    st.no_readers = nreads == 0
+    st.no_admitted = true
     if pf and redis.call('exists', W) == 1 then
+      st.no_admitted = false
       -- Every reader waiting now enters before the next writer.
       redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
       redis.call('del', W)
@@ -97,9 +102,18 @@ if writer then
   end
 end
 local grantee, token = nil, nil
-if freed then
-  grantee, token = next_holder()
+if freed and not st.writer and not st.vacated and redis.call('exists', R, Q, W, A) == 0 then
+  -- No one holds or waits: next_holder would only tell the readers turned
+  -- away, and nothing of the lock is left.
+  if st.turned then
+    redis.call(ARGV[8], C, 'r')
+  end
+  redis.call('del', S)
+else
+  if freed then
+    grantee, token = next_holder()
+  end
+  tidy()
 end
-tidy()
 redis.call('set', KEYS[10], result, 'px', ARGV[9])
 return {result, grantee or '', token or 0}
