@@ -6,27 +6,24 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/fairrw/fairrwtest"
 )
 
 func ExampleNewQuorum() {
 	ctx := context.Background()
 	// Three independent Redis servers: in a service, three addresses, each
 	// its own rueidis.ClientOption. Here they run in-process.
-	var nodes []*miniredis.Miniredis
+	var nodes []*fairrwtest.Server
 	var clients []*fairrw.Client
 	for range 3 {
-		node, err := miniredis.Run()
+		node, err := fairrwtest.Start()
 		if err != nil {
 			log.Fatal(err)
 		}
+		defer node.Close()
 		nodes = append(nodes, node)
-		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{
-			InitAddress: []string{node.Addr()}, DisableCache: true, AlwaysRESP2: true,
-		}))
+		c, err := fairrw.New(fairrw.WithClientOption(node.ClientOption()))
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -49,9 +46,6 @@ func ExampleNewQuorum() {
 	fmt.Println("another owner's read:", errors.Is(err, fairrw.ErrNotAcquired))
 	if err := l.Unlock(ctx); err != nil {
 		log.Fatal(err)
-	}
-	for _, n := range nodes[1:] {
-		n.Close()
 	}
 	// Output:
 	// write lock held on 2 of 3 nodes (a majority is 2)

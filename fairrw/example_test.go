@@ -13,12 +13,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/fairrw/fairrwtest"
 )
 
 func Example() {
 	ctx := context.Background()
-	// In a service: fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	// An in-process Redis, so that this runs anywhere. A service passes its
+	// own: fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	redis, err := fairrwtest.Start()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +45,12 @@ func Example() {
 
 func ExampleRWMutex_RLock() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +73,12 @@ func ExampleRWMutex_RLock() {
 
 func ExampleRWMutex_TryLock() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -77,7 +94,12 @@ func ExampleRWMutex_TryLock() {
 
 func ExampleClient_Mutex() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,7 +137,12 @@ func ExampleClient_Mutex() {
 
 func ExampleLease_RLock() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -152,7 +179,12 @@ func ExampleLease_RLock() {
 
 func ExampleLease_Lock() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -190,7 +222,12 @@ func ExampleLease_Lock() {
 }
 
 func ExampleRWMutex_Lock_timeout() {
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -209,7 +246,12 @@ func ExampleRWMutex_Lock_timeout() {
 
 func ExampleLease_Done() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -252,7 +294,12 @@ func (s *store) write(token uint64, value string) error {
 
 func ExampleLease_Token() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -284,7 +331,12 @@ func ExampleWithTracerProvider() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer tp.Shutdown(context.Background())
 
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()), fairrw.WithTracerProvider(tp))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()), fairrw.WithTracerProvider(tp))
 	if err != nil {
 		log.Fatal(err)
 	}
