@@ -64,6 +64,7 @@ func (m *RWMutex) attempt(ctx context.Context, o *owner, mode Mode, cfg acquireC
 	req.stamp = got.sent
 	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
 	defer cancel()
+	defer context.AfterFunc(m.c.halt, cancel)() // a Shutdown cut short stops it
 	backoff := minRetryBackoff
 	for {
 		reply, err := m.policy.acquire(tctx, m.c.rdb, &m.keys, &req)
@@ -140,6 +141,18 @@ var errOutlasted = fmt.Errorf("%w: the grant was answered after its lease ran ou
 func (m *RWMutex) release(ctx context.Context, o *owner, mode Mode, st ownerState, abandon, unreachableFails bool, timeout time.Duration) (releaseResult, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
+	return m.releaseWithin(ctx, o, mode, st, abandon, unreachableFails)
+}
+
+// releaseWithin is release bounded by ctx alone (Shutdown's), and also
+// stopped by a Shutdown cut short, where rueidis can stop a command: it
+// honours a cancellation only for a command queued behind others on its
+// connection, and a deadline (the bound that ctx must carry) everywhere,
+// also in the handshake of a connection it makes again.
+func (m *RWMutex) releaseWithin(ctx context.Context, o *owner, mode Mode, st ownerState, abandon, unreachableFails bool) (releaseResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.c.halt, cancel)()
 	req := releaseRequest{
 		mode:    mode,
 		owner:   o.id,

@@ -50,6 +50,16 @@ type Client struct {
 	closed  bool
 	closing chan struct{}
 	ops     sync.WaitGroup // calls in progress; Close waits for them
+	// graceful: closing began with Shutdown, whose result is shutdownErr
+	// (both guarded by mu). finished closes once everything is closed.
+	graceful    bool
+	shutdownErr error
+	finished    chan struct{}
+	// halt ends when a Shutdown is cut short (its ctx ended, or Close was
+	// called): the releases and attempts still under way give up at once,
+	// so that Shutdown returns within its ctx (see shutdown.go).
+	halt     context.Context
+	stopHalt context.CancelFunc
 
 	waits      *waitRegistry
 	renewer    *renewer
@@ -93,7 +103,9 @@ func New(opts ...Option) (*Client, error) {
 		renewInterval: cfg.leaseTime / 3,
 		unlockTimeout: cfg.unlockTimeout,
 		closing:       make(chan struct{}),
+		finished:      make(chan struct{}),
 	}
+	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.waits = newWaitRegistry(c)
 	c.background = newTasks()
 	if cfg.client != nil {
@@ -123,7 +135,7 @@ func New(opts ...Option) (*Client, error) {
 	c.publish = publish
 	c.cluster = c.rdb.Mode() == rueidis.ClientModeCluster
 	c.renewer = newRenewer(c)
-	c.janitor = newJanitor(c.rdb)
+	c.janitor = newJanitor(c.rdb, c.halt)
 	return c, nil
 }
 
@@ -180,22 +192,55 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err}
 }
 
-// Close stops lease renewal, wakes every waiter with ErrClosed, releases
-// every subscription and waits for the client's goroutines to end. Leases
-// still held are not unlocked; they are reported lost (ErrLeaseLost and
+// Close stops the Client at once, as a crash would, with no I/O to wait
+// for: it stops lease renewal, wakes every waiter with ErrClosed, releases
+// every subscription and waits for the client's goroutines (and for the
+// calls under way, each bounded by the unlock timeout) to end. Leases still
+// held are not unlocked: they end at once, reported lost (ErrLeaseLost and
 // ErrClosed) since no one renews them any more, and Redis frees them when
-// their lease runs out. Close closes the rueidis client only if it built it.
-// It is safe to call more than once.
+// their lease runs out; their waiters elsewhere wait until then. Shutdown
+// releases them instead, and is what a service stopping on purpose should
+// call. Close closes the rueidis client only if it built it.
+//
+// Close takes no context and sends nothing for the leases because it must
+// work when Redis does not answer, and because a process that stops without
+// a word must leave the same state behind (tests rely on it to play a
+// crashed holder). It is safe to call more than once, concurrently, and
+// after or during Shutdown: a Shutdown under way is cut short (the holds it
+// has not released yet are left to expire). Close returns once the Client
+// is closed.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if c.beginClose(false) {
+		c.finishClose()
 		return nil
 	}
-	c.closed = true
-	close(c.closing)
+	c.mu.Lock()
+	graceful := c.graceful
 	c.mu.Unlock()
+	if graceful {
+		c.stopHalt()
+	}
+	<-c.finished
+	return nil
+}
 
+// beginClose makes every later call fail with ErrClosed and wakes every
+// waiter. It reports whether this call began closing the Client.
+func (c *Client) beginClose(graceful bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.closed, c.graceful = true, graceful
+	close(c.closing)
+	return true
+}
+
+// finishClose waits for the calls under way, ends every lease still held,
+// stops every goroutine of the Client and closes the rueidis client it
+// built.
+func (c *Client) finishClose() {
 	c.ops.Wait()
 	c.background.close()
 	c.renewer.close()
@@ -204,7 +249,8 @@ func (c *Client) Close() error {
 	if c.ownsRedis {
 		c.rdb.Close()
 	}
-	return nil
+	c.stopHalt()
+	close(c.finished)
 }
 
 // enter registers a call in progress, or fails once Close has begun.

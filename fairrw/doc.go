@@ -61,13 +61,15 @@
 //
 // # Waiting
 //
-// Waiters never poll. A waiter sleeps until the lock's release message on
-// pub/sub (one subscription per Client and lock name, shared by all its
-// waiters), a client-side-caching invalidation of the lock key (when the
-// Client built its own connection with tracking), or at the latest the PTTL
-// that its failed attempt returned, since Redis sends nothing when a lock
-// expires; a fair policy's waiter also comes back every third of the lease,
-// to keep its place in the queue. Wake-ups are targeted: a release wakes
+// Waiters do not spin on a short timer. A waiter sleeps until the lock's
+// release message on pub/sub (one subscription per Client and lock name,
+// shared by all its waiters), a client-side-caching invalidation of the lock
+// key (when the Client built its own connection with tracking), or at the
+// latest the PTTL that its failed attempt returned, since Redis sends nothing
+// when a lock expires. A fair policy's waiter also tries again every third of
+// the lease (10s with the default lease) while it waits: its queue place
+// carries a deadline, so that a waiter that crashed blocks no one for long,
+// and that attempt renews it. Wake-ups are targeted: a release wakes
 // one waiting writer, or all waiting readers, not every waiter. Under
 // WriterPreferring and PhaseFair the release that frees the lock grants it
 // to the writer at the head of the queue, in the same script: the message

@@ -23,6 +23,10 @@ var (
 	// when it happens.
 	ErrLeaseLost = errors.New("fairrw: lease lost")
 
+	// ErrUnlocked is the cause (context.Cause) of a Lease's Context after a
+	// successful Unlock: the lease ended as its holder asked, not lost.
+	ErrUnlocked = errors.New("fairrw: lease unlocked")
+
 	// ErrClosed is returned by every call on a closed Client, and wakes every
 	// waiter when the Client closes.
 	ErrClosed = errors.New("fairrw: client closed")

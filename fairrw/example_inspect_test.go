@@ -7,11 +7,17 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/fairrw/fairrwtest"
 )
 
 func ExampleClient_Inspect() {
 	ctx := context.Background()
-	c, err := fairrw.New(fairrw.WithClientOption(redisOption()))
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
 	if err != nil {
 		log.Fatal(err)
 	}

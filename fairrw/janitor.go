@@ -14,6 +14,7 @@ import (
 // unlock timeout.
 type janitor struct {
 	rdb  rueidis.Client
+	halt context.Context // ends when a Shutdown is cut short: a delete under way gives up
 	keys chan string
 	done chan struct{}
 }
@@ -23,8 +24,8 @@ const (
 	janitorBatch = 256
 )
 
-func newJanitor(rdb rueidis.Client) *janitor {
-	j := &janitor{rdb: rdb, keys: make(chan string, janitorQueue), done: make(chan struct{})}
+func newJanitor(rdb rueidis.Client, halt context.Context) *janitor {
+	j := &janitor{rdb: rdb, halt: halt, keys: make(chan string, janitorQueue), done: make(chan struct{})}
 	go j.run()
 	return j
 }
@@ -76,7 +77,7 @@ func (j *janitor) delete(keys []string) {
 	} else {
 		cmds = append(cmds, j.rdb.B().Del().Key(keys...).Build())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(j.halt, 5*time.Second)
 	defer cancel()
 	j.rdb.DoMulti(ctx, cmds...)
 }

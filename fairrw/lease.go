@@ -19,7 +19,8 @@ import (
 // renewal cannot be confirmed before its local deadline (the time its
 // acquire was sent plus the lease), is lost at once: Done closes and Err
 // returns an error wrapping ErrLeaseLost, even while Redis is unreachable.
-// Work guarded by the lock should stop when Done closes.
+// Work guarded by the lock should stop when Done closes (or its Context,
+// passed to that work, is cancelled).
 //
 // Every Lease is its own hold: Redis keeps it at least until its Deadline,
 // whatever happens to the other Leases of its owner (released, expired,
@@ -46,6 +47,7 @@ type Lease struct {
 	err      error
 	deadline time.Time
 	timer    *time.Timer
+	ends     endContext // Context, made on first use
 }
 
 type leaseState uint8
@@ -92,12 +94,12 @@ func (l *Lease) Name() string { return l.m.keys.name }
 func (l *Lease) Mode() Mode { return l.mode }
 
 // Done returns a channel closed when the lease ends: unlocked, lost, or
-// abandoned by Close.
+// ended by its Client's Close or Shutdown.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err returns nil while the lease is held and after a successful Unlock; an
 // error wrapping ErrLeaseLost once the lease was lost (also wrapping
-// ErrClosed when its Client closed first).
+// ErrClosed when its Client's Close or Shutdown ended it).
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -197,6 +199,7 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.err = err
 	l.timer.Stop()
 	close(l.done)
+	l.ends.end(err)
 	l.mu.Unlock()
 	l.m.c.renewer.remove(l)
 	l.m.tel.held(l.mode, -1)

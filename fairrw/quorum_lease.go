@@ -30,6 +30,7 @@ type QuorumLease struct {
 	mu    sync.Mutex
 	state leaseState
 	err   error
+	ends  endContext // Context, made on first use
 }
 
 func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Duration) *QuorumLease {
@@ -144,6 +145,7 @@ func (l *QuorumLease) finish(err error, heldOnly bool) bool {
 	l.state = leaseEnded
 	l.err = err
 	close(l.done)
+	l.ends.end(err)
 	return true
 }
 

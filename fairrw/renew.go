@@ -104,7 +104,9 @@ func (r *renewer) round() error {
 	// (sent + lease, well before their deadline), the dead shard's are lost
 	// at theirs. A round abandoned this way costs nothing on Redis: the
 	// calls that ran renewed, and their late answers are dropped.
-	ctx, cancel := context.WithTimeout(r.ctx, r.c.renewInterval)
+	// A timer, not a deadline, so that Close ends a round under way (see
+	// withTimer).
+	ctx, cancel := withTimer(r.ctx, r.c.renewInterval)
 	defer cancel()
 	results := script.Batch(ctx, r.c.rdb, calls)
 	var failed error
@@ -222,13 +224,33 @@ func (h *renewHold) lose(err error, cause lossCause) {
 func (r *renewer) close() {
 	r.stop()
 	<-r.done
+	for _, l := range r.all() {
+		l.end(errClosedLease, lossClosed)
+	}
+}
+
+// all returns every lease the Client holds now.
+func (r *renewer) all() []*Lease {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	leases := make([]*Lease, 0, len(r.leases))
 	for l := range r.leases {
 		leases = append(leases, l)
 	}
-	r.mu.Unlock()
-	for _, l := range leases {
-		l.end(errClosedLease, lossClosed)
+	return leases
+}
+
+// withTimer is context.WithTimeout without a deadline: the context ends
+// after d by a timer. rueidis runs a command whose context has a deadline
+// synchronously when its connection is idle, and only that deadline ends
+// it then, not a cancellation: a renewal round bounded by a deadline would
+// hold Close, on a Redis that does not answer, for a whole renew interval.
+// (Reconnecting, rueidis bounds its handshake by the dial timeout.)
+func withTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
 	}
 }

@@ -347,7 +347,10 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 	}
 	// rueidis only drops the local listener when Receive returns; the server
 	// would keep the subscription (and keep sending) until told otherwise.
-	uctx, cancel := context.WithTimeout(context.Background(), r.c.unlockTimeout)
+	// A Shutdown cut short (halt) does not wait for a Redis that does not
+	// answer, where rueidis can stop the command: the server drops the
+	// subscription with the connection.
+	uctx, cancel := context.WithTimeout(r.c.halt, r.c.unlockTimeout)
 	defer cancel()
 	unsubscribe := rdb.B().Unsubscribe().Channel(channel).Build()
 	if sharded {

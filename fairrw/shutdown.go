@@ -1,0 +1,206 @@
+package fairrw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Shutdown closes the Client gracefully: it releases in Redis every hold the
+// Client still has, so that their waiters, here and in other processes, are
+// woken at once by the releases (and, under a fair policy, granted by them)
+// instead of waiting for the leases to run out. A service stopping on
+// purpose, as in a rolling deploy, should call Shutdown; Close is the abrupt
+// stop, which leaves the holds to expire as a crash does.
+//
+// In order, Shutdown:
+//   - makes every later call fail with ErrClosed, and wakes every waiting
+//     Lock and RLock with ErrClosed (each withdraws its queue entry); an
+//     acquire that is granted meanwhile gives its grant back and returns
+//     ErrClosed, so no grant that lands during Shutdown is left held;
+//   - ends every Lease still held, before its hold is released, so that the
+//     work it guards is told to stop before anyone else can be granted the
+//     lock: Done closes, Context is cancelled, and Err wraps ErrLeaseLost and
+//     ErrClosed; an Unlock already under way finishes and decides its own
+//     lease's end;
+//   - releases the holds, every owner's holds (reentrant, downgraded, taken
+//     WithLease, of a Mutex or of any policy, and the node holds of quorum
+//     leases on this Client) in one release per owner, all sent at once;
+//   - closes the Client as Close does.
+//
+// ctx bounds Shutdown's own work, and each release is also bounded by the
+// unlock timeout: when ctx ends first (Redis does not answer, say),
+// Shutdown gives up its releases, leaves what is not released to expire
+// with its lease, closes the Client anyway and returns an error wrapping
+// ctx.Err(). Give ctx a deadline: rueidis honours a deadline on every path,
+// while a cancellation stops only a command queued behind others on its
+// connection. The calls already under way then (an acquire attempt or an
+// Unlock sent to a Redis that stopped answering) are waited for as Close
+// waits for them, each within the unlock timeout. Closing a rueidis client
+// that the Client built takes rueidis up to about a second per connection
+// when Redis does not answer. Shutdown returns nil when every hold was
+// released or found gone already.
+//
+// Shutdown is safe for concurrent use: a call while another runs waits for
+// it (or for its own ctx) and returns its result. After Close it returns
+// ErrClosed, since Close left the holds to expire; Close after Shutdown does
+// nothing, and Close during Shutdown cuts it short. A quorum lease that
+// loses its majority through a node's Shutdown is lost, and gives back its
+// other nodes' holds. When Shutdown returns, the Client is closed.
+func (c *Client) Shutdown(ctx context.Context) error {
+	if !c.beginClose(true) {
+		select {
+		case <-c.finished:
+		case <-ctx.Done():
+			return fmt.Errorf("fairrw: shutdown: %w", ctx.Err())
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.graceful {
+			return ErrClosed
+		}
+		return c.shutdownErr
+	}
+	defer context.AfterFunc(ctx, c.stopHalt)()
+	err := c.releaseAll(ctx)
+	c.mu.Lock()
+	c.shutdownErr = err
+	c.mu.Unlock()
+	c.finishClose()
+	return err
+}
+
+// errShutdownLease is the error of the leases that Shutdown ended.
+var errShutdownLease = fmt.Errorf("%w: %w: the Client shut down and released it", ErrLeaseLost, ErrClosed)
+
+// releaseAll ends every lease still held, lets the calls under way finish
+// (they may take further holds, or give back grants that landed late),
+// ends the leases they left, and releases every owner's holds. Closing has
+// begun, so no call starts any more.
+func (c *Client) releaseAll(ctx context.Context) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(c.halt, cancel)()
+	owners := c.endLeases(make(map[*owner]Mode))
+	if c.drain(rctx) != nil {
+		return fmt.Errorf("fairrw: shutdown: %d lock owners not released, left to expire: %w", len(owners), c.stopCause(ctx))
+	}
+	owners = c.endLeases(owners)
+	failed, total, err := c.releaseOwners(rctx, owners)
+	if failed == 0 {
+		return nil
+	}
+	if why := c.stopCause(ctx); why != nil {
+		err = errors.Join(why, err)
+	}
+	return fmt.Errorf("fairrw: shutdown: %d of %d lock owners not released, left to expire: %w", failed, total, err)
+}
+
+// stopCause says why a Shutdown stopped before its releases were done:
+// its ctx ended, or Close cut it short (nil: neither).
+func (c *Client) stopCause(ctx context.Context) error {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case c.halt.Err() != nil:
+		return errCutShort
+	default:
+		return nil
+	}
+}
+
+// errCutShort is why a Shutdown stopped releasing when Close was called.
+var errCutShort = fmt.Errorf("%w: Close cut the Shutdown short", ErrClosed)
+
+// endLeases ends every lease still held (not one an Unlock is releasing)
+// and adds its owner to owners, with the mode its release must name: the
+// write if the owner holds it (its release then frees its reads too), else
+// a read.
+func (c *Client) endLeases(owners map[*owner]Mode) map[*owner]Mode {
+	for _, l := range c.renewer.all() {
+		if !l.lose(errShutdownLease, lossClosed) {
+			continue
+		}
+		if mode, ok := owners[l.own]; !ok || mode == Read {
+			owners[l.own] = l.mode
+		}
+	}
+	return owners
+}
+
+// drain waits for the calls under way to end, or for ctx to. Waiters were
+// woken by closing; attempts and releases end within the unlock timeout,
+// or at once when ctx ends (halt).
+func (c *Client) drain(ctx context.Context) error {
+	drained := make(chan struct{})
+	go func() {
+		c.ops.Wait() // Close waits again, so this goroutine ends with it
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shutdownParallel bounds the releases in flight at once. rueidis pipelines
+// concurrent commands on one connection, so this many releases cost about
+// one round trip, and 10,000 holds do not start 10,000 goroutines.
+const shutdownParallel = 64
+
+// releaseOwners releases every hold of each owner, concurrently, and
+// returns how many owners' releases did not get a definite answer, of
+// how many, and the first such failure.
+func (c *Client) releaseOwners(ctx context.Context, owners map[*owner]Mode) (failed, total int, first error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	slots := make(chan struct{}, shutdownParallel)
+	for o, mode := range owners {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := o.releaseAll(ctx, mode); err != nil {
+				mu.Lock()
+				failed++
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed, len(owners), first
+}
+
+// releaseAll releases every hold of o in Redis in one release that leaves
+// the owner nothing (an owner whose attempt had an outcome it never learned
+// is given up instead, as its last Unlock would). Redis no longer having a
+// hold is no failure: it is free already. It is bounded by ctx and by the
+// unlock timeout.
+func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
+	m := o.m
+	ctx, cancel := releaseBound(ctx, m.c.unlockTimeout)
+	defer cancel()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, err := m.releaseWithin(ctx, o, mode, ownerState{}, o.unsure, false)
+	return err
+}
+
+// releaseBound bounds one of Shutdown's releases by d. When ctx has a
+// deadline the bound is a deadline, which rueidis honours on every path,
+// also in the handshake of a connection it makes again; without one, a
+// timer (see withTimer), so that the cancellation of ctx, or a Close,
+// stops a release under way at once.
+func releaseBound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, d)
+	}
+	return withTimer(ctx, d)
+}
