@@ -14,6 +14,7 @@
 //
 //	BenchmarkUncontended/flushdelay=<0|20us>/baseline=evalsha-pair
 //	BenchmarkUncontended/flushdelay=<0|20us>/lock=<write|read>/transport=<tracking|no-tracking>
+//	BenchmarkUncontended/flushdelay=<0|20us>/policy=writer-preferring/lock=<write|read>/transport=<tracking|no-tracking>
 //	BenchmarkHandoff/transport=<tracking|no-tracking>/holder=<write|read>/waiter=<write|read>
 //	BenchmarkContended/transport=<tracking|no-tracking>/clients=4/goroutines=8
 //	BenchmarkTryLock/transport=<tracking|no-tracking>/op=<trylock|tryrlock>/goroutines=<1|64>
@@ -33,7 +34,9 @@
 // issue's target is fairrw cycles/s >= 60% of the baseline's cycles/s of the
 // same flushdelay in the same run. transport=tracking is fairrw's default
 // (rueidis's OPTIN client tracking, armed only by waiting attempts);
-// transport=no-tracking sets DisableCache.
+// transport=no-tracking sets DisableCache. The names without a policy key
+// are the Redisson policy's (as before there was a choice);
+// policy=writer-preferring is the default policy, which the target is for.
 //
 // Handoff: a holder Client and a waiter Client (separate connections, like
 // separate processes) on one name. Each op makes the waiter block in Lock

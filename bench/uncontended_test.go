@@ -20,10 +20,22 @@ var (
 	baselineDel = rueidis.NewLuaScript("return redis.call('del', KEYS[1])")
 )
 
+// uncontendedPolicies are the policies BenchmarkUncontended measures. The
+// Redisson policy keeps the names it had before there was a choice
+// (lock=*/transport=*, without a policy key), which RESULTS.md and older
+// runs use; the others add policy=<name> before them.
+var uncontendedPolicies = []struct {
+	name   string // "" for the Redisson policy's unprefixed names
+	policy fairrw.Policy
+}{
+	{"", fairrw.Redisson()},
+	{"writer-preferring", fairrw.WriterPreferring()}, // the default policy: issue 15's target
+}
+
 // BenchmarkUncontended: 64 goroutines, each on its own lock name, doing
 // lock+unlock cycles through one shared Client, next to the baseline of two
 // bare EVALSHA calls per cycle through a rueidis client built from the same
-// ClientOption. Compare cycles/s of lock=*/transport=* with
+// ClientOption. Compare cycles/s of [policy=*/]lock=*/transport=* with
 // baseline=evalsha-pair of the same flushdelay.
 func BenchmarkUncontended(b *testing.B) {
 	e := newEnv(b)
@@ -38,11 +50,17 @@ func BenchmarkUncontended(b *testing.B) {
 			b.Run("baseline=evalsha-pair", func(b *testing.B) {
 				benchBaselinePair(b, e, e.option(fd.delay, false))
 			})
-			for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
-				for _, tr := range transports {
-					b.Run(fmt.Sprintf("lock=%s/transport=%s", mode, tr.name), func(b *testing.B) {
-						benchUncontended(b, e, e.option(fd.delay, tr.disableCache), mode)
-					})
+			for _, p := range uncontendedPolicies {
+				prefix := ""
+				if p.name != "" {
+					prefix = "policy=" + p.name + "/"
+				}
+				for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+					for _, tr := range transports {
+						b.Run(fmt.Sprintf("%slock=%s/transport=%s", prefix, mode, tr.name), func(b *testing.B) {
+							benchUncontended(b, e, e.option(fd.delay, tr.disableCache), p.policy, mode)
+						})
+					}
 				}
 			}
 		})
@@ -77,9 +95,9 @@ func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption) {
 	runCycles(b, e, cycle)
 }
 
-func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, mode fairrw.Mode) {
+func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, p fairrw.Policy, mode fairrw.Mode) {
 	e.checkLeftovers(b)
-	c := newClient(b, opt)
+	c := newClient(b, opt, fairrw.WithPolicy(p)) // after newClient's Redisson: it wins
 	ctx := context.Background()
 	mus := make([]*fairrw.RWMutex, uncontendedGoroutines)
 	cycle := func(g int) error {

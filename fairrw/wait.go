@@ -113,8 +113,9 @@ func (r *waitRegistry) joinListening(k *lockKeys, p policyImpl, mode Mode, owner
 	return r.joinLocked(k, p, mode, owner)
 }
 
-// leave removes a waiter. A wake-up it received but did not use is passed on,
-// and the last waiter out ends the subscription.
+// leave removes a waiter. A wake-up it received but did not use is passed on
+// (unless it told of a grant to its own owner), and the last waiter out ends
+// the subscription.
 func (r *waitRegistry) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -126,8 +127,12 @@ func (r *waitRegistry) leave(w *waiter) {
 		}
 	}
 	select {
-	case <-w.wake:
-		r.wakeOneLocked(g, wakeHandover, 0)
+	case src := <-w.wake:
+		// A grant to its own owner concerns no one else (it arrived
+		// while its attempt, which took the lock, was in flight).
+		if src != wakeGrant && src != wakeReply {
+			r.wakeOneLocked(g, wakeHandover, 0)
+		}
 	default:
 	}
 	if len(g.waiters) == 0 {
@@ -239,7 +244,15 @@ func (r *waitRegistry) applyLocked(g *waitGroup, sig wakeSignal, src wakeSource)
 			if w.mode != Write || w.owner != sig.owner {
 				continue
 			}
-			if sig.granted && (!w.granted || sig.token > w.token) { // the latest grant counts
+			if sig.granted && w.granted && sig.token <= w.token {
+				// A grant it was told of already: the reply and the
+				// message of one release both name it. The first
+				// wake-up makes it look at the grant; a second would
+				// stay pending until it leaves and be passed on to a
+				// waiter that then retries for nothing.
+				continue
+			}
+			if sig.granted { // the latest grant counts
 				w.granted, w.token = true, sig.token
 				w.grantBy = wakeGrant
 				if src == wakeReply {

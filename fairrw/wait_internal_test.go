@@ -130,6 +130,53 @@ func TestWakeRules(t *testing.T) {
 			t.Fatal("a grant survived its waiter's change of owner")
 		}
 	})
+	t.Run("one grant told twice wakes its writer once, and its leaving wakes no one", func(t *testing.T) {
+		// Issue 15: the second signal of one grant stayed pending until
+		// the granted writer left, which passed it on to a writer that
+		// then made an attempt for nothing (0.16 script calls per grant).
+		for _, replyFirst := range []bool{true, false} {
+			r, g, ws := testGroup(WriterPreferring(), Write, Write, Read)
+			ws[0].owner = "c:8"
+			first, second := func() { r.deliver(g.keys, "c:8", 77) }, func() { r.onMessage(g, "g:77:c:8") }
+			if !replyFirst {
+				first, second = second, first
+			}
+			first()
+			wantWoken(t, ws, true, false, false) // the waiter takes the wake-up
+			second()
+			r.onMessage(g, "g:76:c:8") // a stale message of an earlier grant
+			wantWoken(t, ws, false, false, false)
+			if token, _, ok := ws[0].takeGrant(); !ok || token != 77 {
+				t.Fatalf("replyFirst=%v: takeGrant = %d, %v; want 77, true", replyFirst, token, ok)
+			}
+			r.leave(ws[0])
+			wantWoken(t, ws[1:], false, false)
+		}
+	})
+	t.Run("a later grant to the same writer wakes it again", func(t *testing.T) {
+		r, g, ws := testGroup(PhaseFair(), Write)
+		ws[0].owner = "c:8"
+		r.onMessage(g, "g:77:c:8")
+		wantWoken(t, ws, true)
+		r.onMessage(g, "g:78:c:8")
+		wantWoken(t, ws, true)
+		if token, _, _ := ws[0].takeGrant(); token != 78 {
+			t.Fatalf("token %d, want 78", token)
+		}
+	})
+	t.Run("a writer that leaves with its own grant pending passes nothing on", func(t *testing.T) {
+		// Its attempt took the lock while the grant's message was on its
+		// way: the wake-up concerns it alone.
+		r, g, ws := testGroup(WriterPreferring(), Write, Write, Read)
+		ws[0].owner, ws[0].busy = "c:8", true
+		r.onMessage(g, "g:77:c:8")
+		r.leave(ws[0])
+		wantWoken(t, ws[1:], false, false)
+		// A wake-up that was not a grant is still passed on.
+		r.onMessage(g, "r")
+		r.leave(ws[2])
+		wantWoken(t, ws[1:2], true)
+	})
 	t.Run("malformed fair messages wake no one", func(t *testing.T) {
 		r, g, ws := testGroup(WriterPreferring(), Write, Read)
 		for _, msg := range []string{"g:", "g:x:c:1", "g:12", "w:c:1", "0", "1", ""} {
