@@ -50,6 +50,9 @@ type Client struct {
 	closed  bool
 	closing chan struct{}
 	ops     sync.WaitGroup // calls in progress; Close waits for them
+	// inflight counts ops, so that a Shutdown whose ctx ended already sees
+	// that no call is under way (a WaitGroup has no count to read).
+	inflight atomic.Int64
 	// graceful: closing began with Shutdown, whose result is shutdownErr
 	// (both guarded by mu). finished closes once everything is closed.
 	graceful    bool
@@ -261,10 +264,14 @@ func (c *Client) enter() error {
 		return ErrClosed
 	}
 	c.ops.Add(1)
+	c.inflight.Add(1)
 	return nil
 }
 
-func (c *Client) leave() { c.ops.Done() }
+func (c *Client) leave() {
+	c.inflight.Add(-1)
+	c.ops.Done()
+}
 
 func (c *Client) isClosing() bool {
 	select {

@@ -92,6 +92,25 @@
 // failover, can let two holders overlap; guard what the lock protects
 // accordingly.
 //
+// # Ending work with the lease
+//
+// Lease.Context returns a context cancelled when the lease ends, with the
+// reason as its cause: pass it to the work the lock guards. Client.Shutdown
+// is the graceful stop of a service: it ends every lease (so that work is
+// told first), then releases every hold in Redis, so that waiters here and
+// in other processes are woken at once. Client.Close is the abrupt stop: it
+// ends the leases but leaves their holds to expire, as a crash does.
+//
+// # Inspection
+//
+// Client.Inspect reads who holds a name, for how long, who waits and its
+// fencing token, under any policy and for a Mutex, without changing it.
+//
+// # Testing
+//
+// Package fairrwtest gives tests a ready Client on an in-process Redis, or
+// on a redis-server it starts.
+//
 // # Observability
 //
 // A Client traces with OpenTelemetry (WithTracerProvider, else the global

@@ -129,6 +129,14 @@ func (l *Lease) Unlock(ctx context.Context) error {
 func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	c := l.m.c
 	if err := c.enter(); err != nil {
+		l.mu.Lock()
+		ended, lost := l.state == leaseEnded, l.err
+		l.mu.Unlock()
+		if ended {
+			// Closing ended the lease (or it ended before): ErrNotHeld, as
+			// for any lease unlocked before or lost, beside ErrClosed.
+			return fmt.Errorf("%w: %w", err, endedBefore(l.Name(), lost))
+		}
 		return err
 	}
 	defer c.leave()

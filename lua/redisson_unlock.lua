@@ -66,11 +66,15 @@ local reads, rcover = #ARGV - 11, 0
 if reads > 0 then
   rcover = tonumber(ARGV[12])
 end
+-- wentWrite: the owner's last write went here (also when a read is the
+-- hold released: its write leases ended unreleased, by their lease).
+local wentWrite = false
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   if writes > 0 then
     redis.call('hset', KEYS[1], ARGV[3], writes)
   else
     redis.call('hdel', KEYS[1], ARGV[3])
+    wentWrite = true
   end
 end
 local had = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
@@ -106,6 +110,13 @@ end
 
 -- A read went and others remain: as Java, the hash lives as long as the
 -- longest read lease key of any owner, and as the owner's own write.
+-- When the owner's write went with it, only the owner's reads are left: a
+-- downgrade, as in the write branch (mode "write" without a writer would
+-- keep every other reader out).
+if wentWrite and mode == 'write' then
+  redis.call('hset', KEYS[1], 'mode', 'read')
+  mode = 'read'
+end
 local longest = -3
 for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   local holds = tonumber(redis.call('hget', KEYS[1], f))
