@@ -123,6 +123,12 @@ func New(opts ...Option) (*Client, error) {
 			c.tracking = true
 		}
 		rdb, err := rueidis.NewClient(opt)
+		if errors.Is(err, rueidis.ErrNoCache) {
+			// Said here because the first place users meet it is an
+			// in-process test server, or a managed Redis.
+			return nil, fmt.Errorf("fairrw: connect: %w (a server without client tracking or RESP3, such as miniredis "+
+				"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fairrw: connect: %w", err)
 		}

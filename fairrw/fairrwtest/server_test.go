@@ -320,7 +320,11 @@ func TestMisuse(t *testing.T) {
 			_ = c.Close()
 			t.Fatal("fairrw.New with rueidis's default options connected to miniredis; update the package doc")
 		}
-		t.Logf("as documented: %v", err)
+		// The error says what to do about it.
+		if !errors.Is(err, rueidis.ErrNoCache) || !strings.Contains(err.Error(), "DisableCache") ||
+			!strings.Contains(err.Error(), "fairrwtest") {
+			t.Fatalf("fairrw.New on miniredis: %v, want rueidis.ErrNoCache with a hint at DisableCache and fairrwtest", err)
+		}
 	})
 	t.Run("WithClientOption", func(t *testing.T) {
 		// Overridden: the Client is on srv, never on another Redis.
