@@ -77,7 +77,14 @@ end
 -- writer holding or waiting tells it "r".
 local function turned()
   if not st.turned and (queue or ARGV[11] == '1') then
-    hset('turned', 1)
+    if st.policy then
+      hset('turned', 1)
+    else
+      -- The state had expired under live readers (it lives as long as the
+      -- first reader's lease): the new hash needs an expiry of its own, as
+      -- long as a waiter's entry would live.
+      hset_until(now + qlease, qlease, true, 'turned', 1)
+    end
     st.turned = '1'
   end
 end
