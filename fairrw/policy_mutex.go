@@ -31,7 +31,7 @@ func (mutexPolicy) name() string { return mutexPolicyName }
 
 func (mutexPolicy) keys(name string) (lockKeys, error) {
 	channel := compat.MutexChannel(name)
-	if err := validateName(name, channel, compat.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
+	if err := validateName(name, channel, compat.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State, compat.Fair(name).Readers); err != nil {
 		return lockKeys{}, err
 	}
 	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name}, nil
@@ -41,7 +41,8 @@ func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys,
 	if r.mode != Write {
 		return acquireReply{}, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
 	}
-	keys := []string{k.name, compat.OwnerMarker(k.name, r.owner), compat.Fair(k.name).State, compat.Fence(k.name)}
+	fair := compat.Fair(k.name)
+	keys := []string{k.name, compat.OwnerMarker(k.name, r.owner), fair.State, compat.Fence(k.name), fair.Readers}
 	args := []string{millis(r.lease), compat.MutexField(r.owner), stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)}
 	return runAcquire(ctx, rdb, redissonLockAcquire, keys, args, r)
 }

@@ -39,7 +39,7 @@ var (
 )
 
 func (redissonPolicy) keys(name string) (lockKeys, error) {
-	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.OwnerMarker(name, "x"), compat.Fence(name), compat.Fair(name).State); err != nil {
+	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.OwnerMarker(name, "x"), compat.Fence(name), compat.Fair(name).State, compat.Fair(name).Readers); err != nil {
 		return lockKeys{}, err
 	}
 	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name}, nil
@@ -47,15 +47,15 @@ func (redissonPolicy) keys(name string) (lockKeys, error) {
 
 func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
 	marker := compat.OwnerMarker(k.name, r.owner)
-	fair, fence := compat.Fair(k.name).State, compat.Fence(k.name)
+	fair, fence := compat.Fair(k.name), compat.Fence(k.name)
 	stamp, window, further := stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)
 	if r.mode == Read {
 		return runAcquire(ctx, rdb, redissonReadAcquire,
-			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), marker, fair, fence},
+			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), marker, fair.State, fence, fair.Readers},
 			[]string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), stamp, window, further}, r)
 	}
 	return runAcquire(ctx, rdb, redissonWriteAcquire,
-		[]string{k.name, marker, fair, fence},
+		[]string{k.name, marker, fair.State, fence, fair.Readers},
 		[]string{millis(r.lease), compat.WriteField(r.owner), stamp, window, further}, r)
 }
 

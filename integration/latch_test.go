@@ -72,8 +72,8 @@ func TestRetriedAcquireCountsOnce(t *testing.T) {
 	sent := stamped()
 	acquire := func(owner string, stamp []string, further int) []int64 {
 		t.Helper()
-		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_write_acquire")).Numkeys(4).
-			Key(n, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n)).
+		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_write_acquire")).Numkeys(5).
+			Key(n, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
 			Arg(args([]string{"30000", compat.WriteField(owner)}, stamp, []string{strconv.Itoa(further)})...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatalf("acquire: %v", err)

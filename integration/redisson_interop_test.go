@@ -64,8 +64,8 @@ func TestGoHoldsSeenByJavaScripts(t *testing.T) {
 	m := e.client(t).RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
 	javaRead := func() (int64, bool) {
-		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(5).
-			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.OwnerMarker(n, javaOwner), compat.Fair(n).State, compat.Fence(n)).
+		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(6).
+			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.OwnerMarker(n, javaOwner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
 			Arg(args([]string{"30000", javaOwner, compat.WriteField(javaOwner)}, stamped(), []string{"0"})...).Build())
 		reply, err := res.AsIntSlice()
 		if err != nil || len(reply) != 2 {

@@ -6,12 +6,15 @@
 -- lock hash N): this file reads neither; each script passes its own keys and
 -- values to these functions.
 --
--- refused(marker, fair, stamp, window), an acquire's opening, takes the
--- owner's give-up marker "fairrw_attempt:{N}:<owner>", the fair policies'
--- state key, and the attempt's stamp and window (see common.lua).
+-- refused(marker, fair, readers, stamp, window), an acquire's opening, takes
+-- the owner's give-up marker "fairrw_attempt:{N}:<owner>", the fair
+-- policies' state key and readers key, and the attempt's stamp and window
+-- (see common.lua). The readers key is checked too because it can outlive
+-- the state: the state covers the first reader's lease, a later reader's
+-- may be longer.
 -- Returns nil when the script may go on; {-1, 0} when the attempt is stale
 -- or its owner was given up (it takes nothing); an error reply
--- "FAIRRW_POLICY ..." when a fair policy holds the name. Usually neither key
+-- "FAIRRW_POLICY ..." when a fair policy holds the name. Usually no such key
 -- exists: one EXISTS tells, and only otherwise are they read one by one.
 --
 -- The releases' opening, answered(), is in common.lua: the fair policies'
@@ -19,11 +22,11 @@
 --
 -- Invariant: an attempt of an owner that was given up, or that arrives too
 -- late, takes nothing.
-local function refused(marker, fair, stamp, window)
+local function refused(marker, fair, readers, stamp, window)
   if stale(stamp, window) then
     return {-1, 0}
   end
-  if redis.call('exists', marker, fair) == 0 then
+  if redis.call('exists', marker, fair, readers) == 0 then
     return nil
   end
   if redis.call('exists', marker) == 1 then

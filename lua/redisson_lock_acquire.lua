@@ -4,6 +4,7 @@
 -- KEYS[2] the owner's give-up marker "fairrw_attempt:{N}:<owner>" (fairrw only)
 -- KEYS[3] the fair policies' state, to refuse a name they hold
 -- KEYS[4] the last fencing token "fairrw:<len>:{N}:fence" (fairrw only)
+-- KEYS[5] the fair policies' readers, which can outlive their state
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's field "<client>:<owner>"
 -- ARGV[3] the attempt's stamp (ms, the client's clock)
@@ -23,7 +24,7 @@
 -- Invariant: the hash holds one field, the holder's count, and lives at
 -- least the lease; a hold never shortens what is left (Java sets the lease
 -- again: a reentrant hold with a short lease would cut the others short).
-local early = refused(KEYS[2], KEYS[3], ARGV[3], ARGV[4]) -- redisson_lib.lua
+local early = refused(KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[4]) -- redisson_lib.lua
 if early then
   return early
 end

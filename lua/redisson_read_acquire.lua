@@ -5,6 +5,7 @@
 -- KEYS[3] the owner's give-up marker "fairrw_attempt:{N}:<owner>" (fairrw only)
 -- KEYS[4] the fair policies' state, to refuse a name they hold
 -- KEYS[5] the last fencing token "fairrw:<len>:{N}:fence" (fairrw only)
+-- KEYS[6] the fair policies' readers, which can outlive their state
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's read field "<client>:<owner>"
 -- ARGV[3] the owner's write field "<client>:<owner>:write"
@@ -26,7 +27,7 @@
 -- write (Redisson's rule: writers can starve). A retry never counts twice:
 -- an owner's first hold finds its field there and only renews it; a
 -- further hold sets the count rather than adding to it.
-local early = refused(KEYS[3], KEYS[4], ARGV[4], ARGV[5]) -- redisson_lib.lua
+local early = refused(KEYS[3], KEYS[4], KEYS[6], ARGV[4], ARGV[5]) -- redisson_lib.lua
 if early then
   return early
 end

@@ -4,6 +4,7 @@
 -- KEYS[2] the owner's give-up marker "fairrw_attempt:{N}:<owner>" (fairrw only)
 -- KEYS[3] the fair policies' state, to refuse a name they hold
 -- KEYS[4] the last fencing token "fairrw:<len>:{N}:fence" (fairrw only)
+-- KEYS[5] the fair policies' readers, which can outlive their state
 -- ARGV[1] lease in milliseconds
 -- ARGV[2] the owner's write field "<client>:<owner>:write"
 -- ARGV[3] the attempt's stamp (ms, the client's clock)
@@ -22,7 +23,7 @@
 -- its lease to the remaining PTTL (Redisson's quirk, kept for parity), once:
 -- a retry only makes sure the lease is covered. A read holder never gets the
 -- write (no upgrade), even when it is the only reader.
-local early = refused(KEYS[2], KEYS[3], ARGV[3], ARGV[4]) -- redisson_lib.lua
+local early = refused(KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[4]) -- redisson_lib.lua
 if early then
   return early
 end
