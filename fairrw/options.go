@@ -194,8 +194,10 @@ func WithLeaseTime(d time.Duration) Option {
 }
 
 // WithUnlockTimeout bounds each Unlock (and each clean-up after a cancelled
-// Lock), which runs detached from the caller's cancellation. It is also how
-// long unlock and attempt latches live in Redis. The default is 5s.
+// Lock), which runs detached from the caller's cancellation. It also sets
+// how long Redis remembers an unlock's answer and an acquire's attempt (the
+// small keys that make a retry after a lost reply count once): about twice this
+// timeout. The default is 5s.
 func WithUnlockTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d <= 0 {
