@@ -10,7 +10,7 @@
 //
 //	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}))
 //	if err != nil { ... }
-//	defer c.Close()
+//	defer c.Shutdown(context.Background()) // release what is still held
 //	m := c.RWMutex("orders:42") // share it: every Lock is a new owner
 //	l, err := m.Lock(ctx)       // waits until granted or ctx is done
 //	if err != nil { ... }
@@ -31,8 +31,9 @@
 //
 // Which waiter a lock admits next is its Policy, chosen per Client with
 // WithPolicy. WriterPreferring(), the default, turns new readers away while
-// a writer waits, and serves writers first-come-first-served. PhaseFair()
-// alternates read and write phases, so neither side starves. Redisson() is
+// a writer waits, and serves writers first-come-first-served; a steady
+// stream of writers can starve readers. PhaseFair() alternates read and
+// write phases, so neither side starves. Redisson() is
 // wire-compatible with Java Redisson's RReadWriteLock (the same keys,
 // fields, channel and messages), so Go and Java services can share one lock;
 // it prefers readers, so writers can starve under overlapping readers.
@@ -57,7 +58,9 @@
 // Every write grant carries a fencing token (Lease.Token) greater than all
 // earlier ones for the name: storage that refuses tokens lower than the
 // highest it has seen is safe from a holder that lost its lease unaware.
-// Tokens come from the server's clock, so no key outlives a lock.
+// Tokens come from the server's clock, so that no counter has to outlive
+// the lock in Redis; they keep increasing as long as that clock does not
+// step back by more than the time between two write grants.
 //
 // # Waiting
 //
