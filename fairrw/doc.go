@@ -10,7 +10,7 @@
 //
 //	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}))
 //	if err != nil { ... }
-//	defer c.Shutdown(context.Background()) // release what is still held
+//	defer c.Close() // or c.Shutdown(ctx): release what is still held first
 //	m := c.RWMutex("orders:42") // share it: every Lock is a new owner
 //	l, err := m.Lock(ctx)       // waits until granted or ctx is done
 //	if err != nil { ... }
