@@ -36,8 +36,10 @@ type Lease struct {
 	watchdog bool
 	woken    wakeSource
 	token    uint64
-	done     chan struct{}
-	granted  time.Time
+	// ends is the lease's Context; its Done channel is the lease's Done,
+	// so the two end at the same instant. Cancelled under mu.
+	ends    endContext
+	granted time.Time
 	// acquireSpan is the span of the acquire that granted the lease: the
 	// spans of its unlock and of its loss link to it.
 	acquireSpan trace.SpanContext
@@ -47,7 +49,6 @@ type Lease struct {
 	err      error
 	deadline time.Time
 	timer    *time.Timer
-	ends     endContext // Context, made on first use
 }
 
 type leaseState uint8
@@ -71,7 +72,7 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		watchdog:    !cfg.explicit,
 		woken:       got.woken,
 		token:       got.reply.token,
-		done:        make(chan struct{}),
+		ends:        newEndContext(),
 		deadline:    got.sent.Add(cfg.lease),
 		granted:     time.Now(),
 	}
@@ -95,7 +96,7 @@ func (l *Lease) Mode() Mode { return l.mode }
 
 // Done returns a channel closed when the lease ends: unlocked, lost, or
 // ended by its Client's Close or Shutdown.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+func (l *Lease) Done() <-chan struct{} { return l.ends.ctx.Done() }
 
 // Err returns nil while the lease is held and after a successful Unlock; an
 // error wrapping ErrLeaseLost once the lease was lost (also wrapping
@@ -206,8 +207,7 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.state = leaseEnded
 	l.err = err
 	l.timer.Stop()
-	close(l.done)
-	l.ends.end(err)
+	l.ends.end(err) // closes Done: Done is the Context's own channel
 	l.mu.Unlock()
 	l.m.c.renewer.remove(l)
 	l.m.tel.held(l.mode, -1)

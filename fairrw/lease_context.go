@@ -8,63 +8,47 @@ import "context"
 // even while Redis does not answer), or ended by its Client's Close or
 // Shutdown. context.Cause then tells why: the lease's Err (wrapping
 // ErrLeaseLost, and ErrClosed when the Client closed), or ErrUnlocked after
-// a successful Unlock. Pass it to the work the lock guards, so that the work
-// stops when the lock is no longer held.
+// a successful Unlock of a lease that had not ended before. Pass it to the
+// work the lock guards, so that the work stops when the lock is no longer
+// held.
 //
 // The context is rooted at context.Background: it carries no values, and no
 // deadline (the lease's moves with every renewal: see Deadline), and the ctx
 // of the acquire does not cancel it, since that often bounds only the wait.
-// It is one value per lease, the same on every call, made on the first call
-// (a lease that nobody asks for pays nothing); it starts no goroutine. To
-// stop work when either a request or the lease ends, join the two:
+// It is one value per lease, the same on every call, and its Done channel is
+// the lease's Done channel; it starts no goroutine. To stop work when either
+// a request or the lease ends, join the two:
 //
 //	ctx, cancel := context.WithCancelCause(reqCtx)
 //	defer cancel(nil)
 //	defer context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })()
-func (l *Lease) Context() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ends.get(l.state == leaseEnded, l.err)
-}
+func (l *Lease) Context() context.Context { return l.ends.ctx }
 
 // Context returns a context that is cancelled when the quorum lease ends,
 // at the moment Done closes, with its Err (or ErrUnlocked after a
 // successful Unlock) as the cause; see Lease.Context, whose guarantees it
 // shares.
-func (l *QuorumLease) Context() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ends.get(l.state == leaseEnded, l.err)
-}
+func (l *QuorumLease) Context() context.Context { return l.ends.ctx }
 
-// endContext is the Context of a lease, guarded by the lease's mutex. It is
-// made on first use and cancelled under the same lock that closes Done, so
-// that no caller ever sees Done closed and the context alive once both were
-// read. (Cancelling under the lock is safe: a cancel runs no code of ours,
+// endContext is the Context of a lease, made with the lease. Its Done
+// channel is the lease's Done channel, so that nobody can see one ended and
+// the other not, in either order and without taking the lease's lock.
+// (Cancelling under the lease's lock is safe: a cancel runs no code of ours,
 // and context.AfterFunc callbacks run on goroutines of their own.)
 type endContext struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
 
-// get returns the context, making it on first use: cancelled already, with
-// err as the cause, when the lease has ended.
-func (e *endContext) get(ended bool, err error) context.Context {
-	if e.ctx == nil {
-		e.ctx, e.cancel = context.WithCancelCause(context.Background())
-		if ended {
-			e.cancel(endCause(err))
-		}
-	}
-	return e.ctx
+func newEndContext() endContext {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return endContext{ctx: ctx, cancel: cancel}
 }
 
-// end cancels the context, if one was made, as the lease ends with err (nil:
-// unlocked).
+// end cancels the context, closing the lease's Done, as the lease ends with
+// err (nil: unlocked).
 func (e *endContext) end(err error) {
-	if e.cancel != nil {
-		e.cancel(endCause(err))
-	}
+	e.cancel(endCause(err))
 }
 
 func endCause(err error) error {

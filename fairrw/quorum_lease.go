@@ -23,14 +23,13 @@ type QuorumLease struct {
 	token  uint64
 	woken  wakeSource // what woke the acquire for its last round
 	drift  time.Duration
-	done   chan struct{}
+	ends   endContext    // Context and Done (its channel), cancelled under mu
 	stop   chan struct{} // closed by Unlock: the watcher ends
 	ended  chan struct{} // closed when the watcher has ended
 
 	mu    sync.Mutex
 	state leaseState
 	err   error
-	ends  endContext // Context, made on first use
 }
 
 func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Duration) *QuorumLease {
@@ -40,7 +39,7 @@ func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Durat
 		leases: h.leases,
 		token:  h.token,
 		drift:  m.q.drift(lease),
-		done:   make(chan struct{}),
+		ends:   newEndContext(),
 		stop:   make(chan struct{}),
 		ended:  make(chan struct{}),
 	}
@@ -73,7 +72,7 @@ func (l *QuorumLease) Token() uint64 { return l.token }
 func (l *QuorumLease) WokenBy() string { return l.woken.String() }
 
 // Done returns a channel closed when the lease ends: unlocked or lost.
-func (l *QuorumLease) Done() <-chan struct{} { return l.done }
+func (l *QuorumLease) Done() <-chan struct{} { return l.ends.ctx.Done() }
 
 // Err returns nil while the lease is held and after a successful Unlock,
 // and an error wrapping ErrLeaseLost once it was lost.
@@ -144,8 +143,7 @@ func (l *QuorumLease) finish(err error, heldOnly bool) bool {
 	}
 	l.state = leaseEnded
 	l.err = err
-	close(l.done)
-	l.ends.end(err)
+	l.ends.end(err) // closes Done: Done is the Context's own channel
 	return true
 }
 

@@ -20,6 +20,7 @@ type confLease interface {
 	Token() uint64
 	Err() error
 	Unlock(context.Context) error
+	Context() context.Context
 }
 
 // confHold is one granted Lease as the oracle sees it.
@@ -37,6 +38,9 @@ type confHold struct {
 	callStart time.Time
 	granted   time.Time // when the call returned
 	quorum    bool
+	gen       *confGen        // the generation of the Client (or Quorum) that granted it
+	ctx       context.Context // its Context, asked for at the grant (nil: not)
+	ctxLazy   bool            // its Context is asked for only once it ended
 
 	// Guarded by the oracle's mu.
 	unlockBegan time.Time // zero until the harness first calls Unlock
@@ -74,6 +78,7 @@ type confWaiter struct {
 	seq       int64
 	freeSince time.Time
 	reported  bool
+	gen       *confGen
 }
 
 type confViolation struct {
@@ -103,6 +108,9 @@ type confOracle struct {
 	violations []confViolation
 	byKind     map[string]int
 	stats      map[string]int
+	stopping   int                // generations whose Shutdown or Close is under way
+	releases   []*confRelease     // what nil Shutdowns released, for the liveness check
+	inspects   []confInspectWrite // write holders Inspect reported, checked at the end
 }
 
 func newConfOracle(target string, start time.Time, f *confFaults, bound time.Duration) *confOracle {
@@ -229,6 +237,9 @@ func (o *confOracle) grant(h *confHold) {
 				note = " (same wire owner: one handle shared by two goroutines)"
 			case c.e.client == h.client && !strings.HasSuffix(h.client, "/private"):
 				note = " (same shared handle " + h.client + ")"
+			case c.e.gen != nil && !c.e.gen.stopBegan.IsZero():
+				kind = "exclusion/stopped-client"
+				note = fmt.Sprintf(" (its Client's %s began %s, ended %s)", confStopKind(c.e.gen), o.at(c.e.gen.stopBegan), o.at(c.e.gen.stopEnded))
 			default:
 				kind = "exclusion/between-owners"
 			}
@@ -237,6 +248,13 @@ func (o *confOracle) grant(h *confHold) {
 	}
 	if !selfLive {
 		o.stats["grants already ended at return"]++
+	}
+	if g := h.gen; g != nil {
+		g.holds = append(g.holds, h)
+		if !g.stopEnded.IsZero() && !confDone(h.lease.Done()) && !(h.quorum && h.lease.Deadline().IsZero()) {
+			o.violateLocked("stop/lease-outlived", h.name, now, "%s returned a lease at %s that is alive though its Client's %s returned at %s (%v): no grant outlives it",
+				h, o.at(h.granted), confStopKind(g), o.at(g.stopEnded), g.stopErr)
+		}
 	}
 	if selfLive && len(conflicts) > 0 {
 		o.violateLocked(kind, h.name, now,
@@ -309,25 +327,33 @@ func (o *confOracle) unlockEnds(h *confHold, err error) {
 
 // acquireBegins registers an acquire in progress on name and, for a blocking
 // one, a waiter for the liveness check.
-func (o *confOracle) acquireBegins(ctx context.Context, name string, mode fairrw.Mode, op string, wait bool) *confWaiter {
+func (o *confOracle) acquireBegins(ctx context.Context, name string, mode fairrw.Mode, op string, wait bool, gen *confGen) *confWaiter {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.inflight[name]++
 	if !wait {
 		return nil
 	}
-	w := &confWaiter{name: name, mode: mode, op: op, start: time.Now(), ctx: ctx, seq: o.grantSeq[name]}
+	w := &confWaiter{name: name, mode: mode, op: op, start: time.Now(), ctx: ctx, seq: o.grantSeq[name], gen: gen}
 	o.waiters[w] = struct{}{}
 	return w
 }
 
-func (o *confOracle) acquireEnds(name string, w *confWaiter) {
+func (o *confOracle) acquireEnds(name string, w *confWaiter, gen *confGen, start, ret time.Time, op string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.inflight[name]--
 	o.lastActive[name] = time.Now()
 	if w != nil {
 		delete(o.waiters, w)
+	}
+	// A Shutdown that returned nil waited for every call under way on its
+	// Client (waiters woken with ErrClosed, attempts given back).
+	const margin = 500 * time.Millisecond
+	if gen != nil && gen.quorum == nil && gen.graceful && !gen.stopEnded.IsZero() && gen.stopErr == nil &&
+		start.Before(gen.stopBegan) && ret.After(gen.stopEnded.Add(margin)) {
+		o.violateLocked("stop/call-outlived", name, ret, "%s began %s and returned %s (%s), %v after its Client's Shutdown returned nil at %s",
+			op, o.at(start), o.at(ret), confErrKind(err), ret.Sub(gen.stopEnded).Round(time.Millisecond), o.at(gen.stopEnded))
 	}
 }
 
@@ -358,7 +384,9 @@ func (o *confOracle) ended(h *confHold, seen, deadline time.Time) {
 	// under way: Redis did not keep the hold until the deadline (or the
 	// renewal misjudged it). Not for a Client closing.
 	const margin = 100 * time.Millisecond
-	if err != nil && errors.Is(err, fairrw.ErrLeaseLost) && !errors.Is(err, fairrw.ErrClosed) &&
+	// A Client stopping ends its leases (a quorum lease loses its majority).
+	stopped := h.gen != nil && !h.gen.stopBegan.IsZero() && !h.gen.stopBegan.After(seen)
+	if err != nil && errors.Is(err, fairrw.ErrLeaseLost) && !errors.Is(err, fairrw.ErrClosed) && !stopped &&
 		h.unlockBegan.IsZero() && !deadline.IsZero() && seen.Before(deadline.Add(-margin)) {
 		o.violateLocked("early-loss", h.name, seen, "%s (token %d, granted %s) reported lost at %s, %v before its deadline %s, with no Unlock under way: %v",
 			h, h.token, o.at(h.granted), o.at(seen), deadline.Sub(seen).Round(time.Millisecond), o.at(deadline), err)
@@ -373,6 +401,10 @@ func (o *confOracle) checkLiveness() {
 	defer o.mu.Unlock()
 	now := time.Now()
 	active, lastEnd := o.faults.state()
+	o.checkAfterShutdownLocked(now, active, lastEnd)
+	if o.stopping > 0 {
+		active = true // a Client stopping may leave holds to expire: judged when it returns
+	}
 	for w := range o.waiters {
 		if w.ctx.Err() != nil || w.reported {
 			w.freeSince = time.Time{}

@@ -125,9 +125,12 @@ func (e *confEnv) worker(rng *rand.Rand) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		if e.tg.kind != confQuorumKind && rng.IntN(100) < 50 {
+		switch r := rng.IntN(100); {
+		case r < 8:
+			e.inspect(rng, name)
+		case e.tg.kind != confQuorumKind && r < 54:
 			e.session(rng, name)
-		} else {
+		default:
 			e.single(rng, name)
 		}
 		time.Sleep(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
@@ -137,24 +140,25 @@ func (e *confEnv) worker(rng *rand.Rand) {
 // acquire runs call as an acquire of name by owner (a further hold of
 // parent when parent is set) and registers its grant with the oracle.
 func (e *confEnv) acquire(ctx context.Context, name string, owner int64, parent *confHold, mode fairrw.Mode, wait bool, op, client string,
-	call func(context.Context) (confLease, string, error)) (*confHold, error) {
-	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil)
+	gen *confGen, call func(context.Context) (confLease, string, error)) (*confHold, error) {
+	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil, gen)
 	start := time.Now()
 	l, wire, err := call(ctx)
 	ret := time.Now()
 	var h *confHold
 	if err == nil {
 		h = &confHold{name: name, owner: owner, wire: wire, mode: mode, token: l.Token(), lease: l, op: op, client: client,
-			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind}
+			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind, gen: gen}
 		if parent != nil {
 			h.parent = parent.id
 		}
 		e.o.grant(h)
+		e.contextAtGrant(h)
 		e.watch(h)
 	} else {
 		e.o.event(name, "refused %s: %s", op, confErrKind(err))
 	}
-	e.o.acquireEnds(name, w)
+	e.o.acquireEnds(name, w, gen, start, ret, op, err)
 	kind := "top"
 	if parent != nil {
 		kind = "further"
@@ -190,7 +194,9 @@ func (e *confEnv) watch(h *confHold) {
 			<-h.lease.Done()
 			last = h.lease.Deadline()
 		}
-		e.o.ended(h, time.Now(), last)
+		seen := time.Now()
+		e.contextAtEnd(h)
+		e.o.ended(h, seen, last)
 	}()
 }
 
@@ -199,13 +205,15 @@ func (e *confEnv) unlock(rng *rand.Rand, h *confHold) {
 	d0 := h.lease.Deadline()
 	e.o.unlockBegins(h)
 	began := time.Now()
+	e.contextWhileHeld(h, "before Unlock")
 	aliveAtStart := !confDone(h.lease.Done())
 	err := h.lease.Unlock(context.Background())
 	ret := time.Now()
 	e.o.unlockEnds(h, err)
+	e.contextAfterUnlock(h, err)
 	e.o.count("unlocks -> "+confErrKind(err), 1)
 	e.o.count("ops", 1)
-	if err != nil && errors.Is(err, fairrw.ErrNotHeld) && aliveAtStart && ret.Before(d0) && !h.quorum {
+	if err != nil && errors.Is(err, fairrw.ErrNotHeld) && aliveAtStart && ret.Before(d0) && !h.quorum && !e.o.stoppedBy(h.gen, ret) {
 		e.o.violate("unlock-not-held", h.name, "Unlock of %s (token %d, granted %s) began at %s while alive and returned at %s, before its deadline %s, with ErrNotHeld: Redis no longer had a hold it had to keep: %v\n    keys now:%s",
 			h, h.token, e.o.at(h.granted), e.o.at(began), e.o.at(ret), e.o.at(d0), err, e.dumpName(h.name))
 	}
@@ -228,6 +236,7 @@ func (e *confEnv) holdFor(h *confHold, d time.Duration) {
 	case <-h.lease.Done():
 	case <-e.stopped:
 	}
+	e.contextWhileHeld(h, "after holding")
 }
 
 // single is one acquire on a shared handle, as a new owner, held a while
@@ -235,6 +244,8 @@ func (e *confEnv) holdFor(h *confHold, d time.Duration) {
 func (e *confEnv) single(rng *rand.Rand, name string) {
 	pool := e.pool[name]
 	hd := pool[rng.IntN(len(pool))]
+	gen := e.gen(hd.slot)
+	label := fmt.Sprintf("%s/h%d", gen.label, hd.hi)
 	mode := fairrw.Write
 	if e.tg.kind != confMutexKind && rng.IntN(100) < 50 {
 		mode = fairrw.Read
@@ -242,13 +253,13 @@ func (e *confEnv) single(rng *rand.Rand, name string) {
 	wait := rng.IntN(100) < 65
 	lk := confPickLease(rng)
 	ctx, cancel, cdesc := e.opCtx(rng, wait)
-	op := fmt.Sprintf("%s %s(%s%s)", hd.label, confOpName(mode, wait), lk.desc, cdesc)
-	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, mode, wait, op, hd.label, func(ctx context.Context) (confLease, string, error) {
-		return hd.acquire(ctx, mode, wait, lk.opts)
+	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cdesc)
+	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, mode, wait, op, label, gen, func(ctx context.Context) (confLease, string, error) {
+		return gen.sharedAcquire(ctx, name, hd.hi, mode, wait, lk.opts)
 	})
 	cancel()
 	if err != nil {
-		if wait && errors.Is(err, fairrw.ErrNotAcquired) && e.runCtx.Err() == nil {
+		if wait && errors.Is(err, fairrw.ErrNotAcquired) && !errors.Is(err, fairrw.ErrClosed) && e.runCtx.Err() == nil {
 			e.o.violate("lock-refused", name, "%s, a new owner on a shared handle, returned ErrNotAcquired: a waiting acquire of an owner that holds nothing is never refused: %v", op, err)
 		}
 		return
@@ -273,9 +284,9 @@ type sessHold struct {
 // further holds taken through the adapter (reentrant reads and writes,
 // downgrades, a refused upgrade), unlocked in random order.
 func (e *confEnv) session(rng *rand.Rand, name string) {
-	ci := rng.IntN(len(e.clients))
-	c := e.clients[ci]
-	label := fmt.Sprintf("c%d/private", ci)
+	gen := e.gen(rng.IntN(len(e.slots)))
+	c := gen.client
+	label := gen.label + "/private"
 	var rw *fairrw.RWMutex
 	var mx *fairrw.Mutex
 	if e.tg.kind == confMutexKind {
@@ -293,7 +304,7 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 	ctx, cancel, cdesc := e.opCtx(rng, wait)
 	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cdesc)
 	var top *fairrw.Lease
-	h, err := e.acquire(ctx, name, owner, nil, mode, wait, op, label, func(ctx context.Context) (confLease, string, error) {
+	h, err := e.acquire(ctx, name, owner, nil, mode, wait, op, label, gen, func(ctx context.Context) (confLease, string, error) {
 		var err error
 		if mx != nil {
 			top, err = confMutexAcquire(ctx, mx, wait, lk.opts)
@@ -307,7 +318,7 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 	})
 	cancel()
 	if err != nil {
-		if wait && errors.Is(err, fairrw.ErrNotAcquired) && e.runCtx.Err() == nil {
+		if wait && errors.Is(err, fairrw.ErrNotAcquired) && !errors.Is(err, fairrw.ErrClosed) && e.runCtx.Err() == nil {
 			e.o.violate("lock-refused", name, "%s, a new owner on a private handle, returned ErrNotAcquired: %v", op, err)
 		}
 		return
@@ -332,7 +343,7 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 		}
 		op := fmt.Sprintf("%s further %s from #%d (%s)", label, call, parent.h.id, lk.desc)
 		var l *fairrw.Lease
-		h, err := e.acquire(ctx, name, owner, parent.h, mode, false, op, label, func(ctx context.Context) (confLease, string, error) {
+		h, err := e.acquire(ctx, name, owner, parent.h, mode, false, op, label, gen, func(ctx context.Context) (confLease, string, error) {
 			var err error
 			switch {
 			case mx != nil:
@@ -375,7 +386,7 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 			if rw == nil || len(rs) == 0 || len(alive(fairrw.Write, false)) > 0 {
 				continue
 			}
-			e.upgrade(rng, name, owner, label, rw, rs[rng.IntN(len(rs))], &holds)
+			e.upgrade(name, owner, label, gen, rs[rng.IntN(len(rs))], &holds)
 		case r < 85: // unlock one, in any order
 			s := live[rng.IntN(len(live))]
 			s.done = true
@@ -405,12 +416,12 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 
 // upgrade asks for the write from a read lease of an owner that holds no
 // write: it must be refused as an upgrade (ErrUpgrade), never granted.
-func (e *confEnv) upgrade(rng *rand.Rand, name string, owner int64, label string, rw *fairrw.RWMutex, parent *sessHold, holds *[]*sessHold) {
+func (e *confEnv) upgrade(name string, owner int64, label string, gen *confGen, parent *sessHold, holds *[]*sessHold) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	op := fmt.Sprintf("%s upgrade: further Lock from read #%d", label, parent.h.id)
 	var l *fairrw.Lease
-	h, err := e.acquire(ctx, name, owner, parent.h, fairrw.Write, false, op, label, func(ctx context.Context) (confLease, string, error) {
+	h, err := e.acquire(ctx, name, owner, parent.h, fairrw.Write, false, op, label, gen, func(ctx context.Context) (confLease, string, error) {
 		var err error
 		l, err = parent.l.Lock(ctx, fairrw.WithLease(200*time.Millisecond))
 		if err != nil {
@@ -428,6 +439,8 @@ func (e *confEnv) upgrade(rng *rand.Rand, name string, owner int64, label string
 		}
 	case errors.Is(err, fairrw.ErrUpgrade):
 		e.o.count("upgrade refused as upgrade", 1)
+	case errors.Is(err, fairrw.ErrClosed):
+		e.o.count("upgrade closed", 1)
 	case parentAlive:
 		e.o.violate("upgrade-error", name, "%s failed with %v, which is not an upgrade refusal (not ErrUpgrade), while the read lease is alive", op, err)
 	}
@@ -485,22 +498,23 @@ func (e *confEnv) probe(name string) {
 	op := "probe TryLock(lease 300ms) of an idle name"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, fairrw.Write, false, op, "probe", func(ctx context.Context) (confLease, string, error) {
+	gen := e.gen(0)
+	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, fairrw.Write, false, op, "probe", gen, func(ctx context.Context) (confLease, string, error) {
 		switch e.tg.kind {
 		case confQuorumKind:
-			l, err := confQuorumAcquire(ctx, e.quorums[0].RWMutex(name), fairrw.Write, false, lease)
+			l, err := confQuorumAcquire(ctx, gen.quorum.RWMutex(name), fairrw.Write, false, lease)
 			if err != nil {
 				return nil, "", err
 			}
 			return l, "", nil
 		case confMutexKind:
-			l, err := e.clients[0].Mutex(name).TryLock(ctx, lease...)
+			l, err := gen.client.Mutex(name).TryLock(ctx, lease...)
 			if err != nil {
 				return nil, "", err
 			}
 			return l, l.Owner(), nil
 		default:
-			l, err := e.clients[0].RWMutex(name).TryLock(ctx, lease...)
+			l, err := gen.client.RWMutex(name).TryLock(ctx, lease...)
 			if err != nil {
 				return nil, "", err
 			}

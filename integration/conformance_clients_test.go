@@ -1,0 +1,249 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+)
+
+// The conformance test's Clients live in slots: a slot keeps its
+// connection (the same fault proxy for every generation) and its current
+// generation, the Client (or, for the quorum target, the Quorum and its
+// node Clients) that the workers use until the stopper shuts it down
+// (Shutdown, mostly, or an abrupt Close) and a new generation replaces it.
+// Workers resolve the slot at every call, so some of their calls, holds,
+// waits and unlocks meet a Client that is shutting down.
+
+const (
+	// confShutdownTimeout is the ctx of a Shutdown.
+	confShutdownTimeout = 2 * time.Second
+	// confShutdownBound is how soon a waiter of another Client is granted
+	// once a Shutdown returned nil, when the Shutdown's releases were all
+	// that held it (no fault nearby, nobody else holding, no grant since):
+	// much shorter than the leases the releases cut short.
+	confShutdownBound = 700 * time.Millisecond
+)
+
+// confGen is one generation of a slot.
+type confGen struct {
+	slot, n int
+	label   string           // "c1" for the first generation, then "c1#2", "c1#3"…
+	client  *fairrw.Client   // RWMutex and Mutex targets
+	nodes   []*fairrw.Client // quorum target
+	quorum  *fairrw.Quorum
+	rw      map[string][]*fairrw.RWMutex // shared handles, by name
+	mx      map[string][]*fairrw.Mutex
+	qrw     map[string][]*fairrw.QuorumRWMutex
+
+	// Guarded by the oracle's mu.
+	holds     []*confHold // every lease it granted
+	stopBegan time.Time   // Shutdown or Close called (zero: in use)
+	stopEnded time.Time
+	graceful  bool
+	stopErr   error
+}
+
+// confSlot is the connection of a slot and its current generation.
+type confSlot struct {
+	bases []rueidis.ClientOption // one per node (through the slot's proxies)
+	tr    transport
+	cur   *confGen // guarded by confEnv.slotMu
+}
+
+// confHandlesPerGen is how many shared handles of each name a generation has.
+const confHandlesPerGen = 2
+
+// gen returns slot i's current generation.
+func (e *confEnv) gen(i int) *confGen {
+	e.slotMu.Lock()
+	defer e.slotMu.Unlock()
+	return e.slots[i].cur
+}
+
+// dial makes a Client over base, retrying a little: a replacement may be
+// made while the slot's proxy stalls.
+func (e *confEnv) dial(base rueidis.ClientOption, tr transport) (*fairrw.Client, error) {
+	opt := base
+	tr.mutate(&opt)
+	var err error
+	for range 5 {
+		var c *fairrw.Client
+		c, err = fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, e.opts...)...)
+		if err == nil {
+			e.slotMu.Lock()
+			e.closers = append(e.closers, c.Close)
+			e.slotMu.Unlock()
+			return c, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// newGen makes generation n of slot i, with its handles.
+func (e *confEnv) newGen(i, n int) (*confGen, error) {
+	s := e.slots[i]
+	prefix := "c"
+	if e.tg.kind == confQuorumKind {
+		prefix = "q"
+	}
+	g := &confGen{slot: i, n: n, label: fmt.Sprintf("%s%d", prefix, i),
+		rw: map[string][]*fairrw.RWMutex{}, mx: map[string][]*fairrw.Mutex{}, qrw: map[string][]*fairrw.QuorumRWMutex{}}
+	if n > 0 {
+		g.label += fmt.Sprintf("#%d", n+1)
+	}
+	for _, b := range s.bases {
+		c, err := e.dial(b, s.tr)
+		if err != nil {
+			for _, c := range g.nodes {
+				_ = c.Close()
+			}
+			return nil, err
+		}
+		g.nodes = append(g.nodes, c)
+	}
+	if e.tg.kind == confQuorumKind {
+		q, err := fairrw.NewQuorum(g.nodes, fairrw.WithNodeTimeout(250*time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		e.slotMu.Lock()
+		e.closers = append(e.closers, q.Close)
+		e.slotMu.Unlock()
+		g.quorum = q
+	} else {
+		g.client = g.nodes[0]
+	}
+	for _, name := range e.names {
+		for range confHandlesPerGen {
+			switch e.tg.kind {
+			case confQuorumKind:
+				g.qrw[name] = append(g.qrw[name], g.quorum.RWMutex(name))
+			case confMutexKind:
+				g.mx[name] = append(g.mx[name], g.client.Mutex(name))
+			default:
+				g.rw[name] = append(g.rw[name], g.client.RWMutex(name))
+			}
+		}
+	}
+	return g, nil
+}
+
+// sharedAcquire is an acquire on shared handle hi of name in g: every call
+// a new owner.
+func (g *confGen) sharedAcquire(ctx context.Context, name string, hi int, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
+	switch {
+	case g.quorum != nil:
+		l, err := confQuorumAcquire(ctx, g.qrw[name][hi], mode, wait, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, "", nil
+	case len(g.mx) > 0:
+		l, err := confMutexAcquire(ctx, g.mx[name][hi], wait, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Owner(), nil
+	default:
+		l, err := confRWAcquire(ctx, g.rw[name][hi], mode, wait, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Owner(), nil
+	}
+}
+
+// stopper shuts a slot's generation down every 1.5-4s and replaces it.
+// One in five stops is an abrupt Close instead (once two Shutdowns ran):
+// its holds are left to expire, as a crash leaves them, and it is
+// recorded as a fault until they have.
+func (e *confEnv) stopper(ctx context.Context, rng *rand.Rand) {
+	next := time.Now().Add(1500*time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Second))))
+	graceful := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		if e.isStopped() {
+			return
+		}
+		// An abrupt stop's holds outlive it by up to the longest lease:
+		// none near the end, so that the final probes find them gone.
+		abrupt := graceful >= 2 && rng.IntN(100) < 20 && time.Until(e.workEnd) > confLongMax+2*time.Second
+		if !abrupt {
+			graceful++
+		}
+		e.stopAndReplace(e.pickStopSlot(rng), !abrupt)
+		next = time.Now().Add(1500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
+	}
+}
+
+// pickStopSlot picks, mostly, the slot whose generation has the most live
+// leases, so that the stops have work to end.
+func (e *confEnv) pickStopSlot(rng *rand.Rand) int {
+	if rng.IntN(100) < 30 {
+		return rng.IntN(len(e.slots))
+	}
+	best, most := rng.IntN(len(e.slots)), -1
+	for i := range e.slots {
+		g := e.gen(i)
+		if n := e.o.liveOf(g); n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
+// stopAndReplace shuts slot i's generation down (gracefully or not),
+// hands the outcome to the oracle and puts a new generation in the slot.
+func (e *confEnv) stopAndReplace(i int, graceful bool) {
+	g := e.gen(i)
+	e.o.stopBegins(g, graceful)
+	began := time.Now()
+	var err error
+	if graceful {
+		ctx, cancel := context.WithTimeout(context.Background(), confShutdownTimeout)
+		err = confEach(g.nodes, func(c *fairrw.Client) error { return c.Shutdown(ctx) })
+		cancel()
+	} else {
+		err = confEach(g.nodes, (*fairrw.Client).Close)
+	}
+	if g.quorum != nil {
+		_ = g.quorum.Close()
+	}
+	e.o.stopEnds(g, began, time.Now(), err)
+	ng, nerr := e.newGen(i, g.n+1)
+	if nerr != nil {
+		e.o.count("replacements failed", 1)
+		e.t.Logf("%s: replacing %s: %v (the slot keeps the stopped generation)", e.tg.name, g.label, nerr)
+		return
+	}
+	e.slotMu.Lock()
+	e.slots[i].cur = ng
+	e.slotMu.Unlock()
+}
+
+// confEach runs f on every Client at once and joins the errors.
+func confEach(cs []*fairrw.Client, f func(*fairrw.Client) error) error {
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(c)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
