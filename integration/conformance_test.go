@@ -27,11 +27,18 @@ import (
 // waits cancelled at random; unlocks in any order, sometimes twice; some
 // leases left to expire. Faults are injected in bursts: replies lost after
 // their script ran, stalls, resets, Redis paused past the unlock timeout,
-// SCRIPT FLUSH, CLIENT KILL. The oracle checks every grant (no other
-// owner's conflicting lease alive; write tokens increasing), every lease end
-// (none lost before its deadline), every Unlock, the liveness of waiters on
-// a free lock, that an idle name is free in Redis, and at the end that no
-// key without a TTL, then no key at all, is left.
+// SCRIPT FLUSH, CLIENT KILL. Every 1.5-4s a Client (a quorum's node
+// Clients) stops while its workers hold, wait and unlock, by Shutdown or
+// now and then by an abrupt Close, and a new one replaces it
+// (conformance_clients_test.go); workers also Inspect the names, and half
+// the leases are asked for their Context. The oracle checks every grant (no
+// other owner's conflicting lease alive; write tokens increasing), every
+// lease end (none lost before its deadline; its Context done with it, with
+// its cause), every Unlock, the liveness of waiters on a free lock (and,
+// after a Shutdown that returned nil, within confShutdownBound), every stop
+// (conformance_stop_oracle_test.go), every Inspect
+// (conformance_observe_test.go), that an idle name is free in Redis, and
+// at the end that no key without a TTL, then no key at all, is left.
 //
 //	FAIRRW_CONFORMANCE_DURATION  workload duration per subtest (default 20s)
 //	FAIRRW_CONFORMANCE_SEED      the seed (printed at start) to reproduce a run
@@ -109,26 +116,30 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// confHandle is a shared handle: every call through it is a new owner.
+// confHandle is shared handle hi of a slot: every call through it is a new
+// owner. It resolves the slot's generation at every call.
 type confHandle struct {
-	label   string
-	acquire func(ctx context.Context, mode fairrw.Mode, wait bool, opts []fairrw.AcquireOption) (confLease, string, error)
+	slot, hi int
 }
 
 // confEnv is one subtest's world.
 type confEnv struct {
-	t       *testing.T
-	tg      confTarget
-	seed    uint64 // the top-level seed, FAIRRW_CONFORMANCE_SEED
-	o       *confOracle
-	f       *confFaults
-	names   []string
-	clients []*fairrw.Client // RWMutex and Mutex targets; clients[0] is direct
-	labels  []string         // of clients
-	quorums []*fairrw.Quorum // quorum target; quorums[0] is direct
+	t     *testing.T
+	tg    confTarget
+	seed  uint64 // the top-level seed, FAIRRW_CONFORMANCE_SEED
+	o     *confOracle
+	f     *confFaults
+	names []string
+	opts  []fairrw.Option // of every Client
+	// slots hold the Clients (RWMutex and Mutex targets) or the quorums;
+	// slot 0 is direct (the probe's).
+	slots   []*confSlot
+	slotMu  sync.Mutex
+	closers []func() error // of every Client and Quorum made, guarded by slotMu
 	pool    map[string][]confHandle
 
 	runCtx  context.Context // cancelled when the workload ends
+	workEnd time.Time       // when it is planned to end
 	stopped chan struct{}
 	watches sync.WaitGroup // lease watchers
 
@@ -137,7 +148,7 @@ type confEnv struct {
 }
 
 func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.Duration) {
-	e := &confEnv{t: t, tg: tg, seed: topSeed, pool: map[string][]confHandle{}, stopped: make(chan struct{})}
+	e := &confEnv{t: t, tg: tg, seed: topSeed, pool: map[string][]confHandle{}, stopped: make(chan struct{}), workEnd: time.Now().Add(dur)}
 	// Registered first, so it runs last: after the Clients closed (which
 	// ends every lease), the watchers return.
 	t.Cleanup(func() {
@@ -168,17 +179,16 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 	}
 	e.f.pauses = true
 
-	opts := []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithLeaseTime(confLeaseTime), fairrw.WithUnlockTimeout(confUnlockTimeout)}
-	// newProxied returns a Client of server i, through a new fault proxy
-	// when proxied.
-	newNodeClient := func(i int, proxied bool, tr transport, label string) *fairrw.Client {
-		base := e.f.servers[i].ClientOption()
-		if proxied {
-			p := faults.StartProxy(t, e.f.servers[i].Addr)
-			e.f.proxies = append(e.f.proxies, &confProxy{p: p, label: "proxy(" + label + ")", server: i})
-			base = rueidis.ClientOption{InitAddress: []string{p.Addr()}}
+	e.opts = []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithLeaseTime(confLeaseTime), fairrw.WithUnlockTimeout(confUnlockTimeout)}
+	// nodeBase is how a Client reaches server i: through a new fault proxy
+	// when proxied (every generation of the slot uses it).
+	nodeBase := func(i int, proxied bool, label string) rueidis.ClientOption {
+		if !proxied {
+			return e.f.servers[i].ClientOption()
 		}
-		return newClientOn(t, base, tr, opts...)
+		p := faults.StartProxy(t, e.f.servers[i].Addr)
+		e.f.proxies = append(e.f.proxies, &confProxy{p: p, label: "proxy(" + label + ")", server: i})
+		return rueidis.ClientOption{InitAddress: []string{p.Addr()}}
 	}
 
 	switch tg.kind {
@@ -192,77 +202,58 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 			tr      transport
 		}{{false, transports[0]}, {true, transports[0]}, {true, transports[1]}, {false, transports[1]}} {
 			label := fmt.Sprintf("c%d(%s,%s)", i, map[bool]string{true: "proxy", false: "direct"}[spec.proxied], spec.tr.name)
-			e.clients = append(e.clients, newNodeClient(0, spec.proxied, spec.tr, label))
-			e.labels = append(e.labels, label)
-		}
-		for _, n := range e.names {
-			for ci, c := range e.clients {
-				for hi := range 2 {
-					label := fmt.Sprintf("c%d/h%d", ci, hi)
-					if tg.kind == confMutexKind {
-						m := c.Mutex(n)
-						e.pool[n] = append(e.pool[n], confHandle{label: label, acquire: func(ctx context.Context, _ fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
-							l, err := confMutexAcquire(ctx, m, wait, o)
-							if err != nil {
-								return nil, "", err
-							}
-							return l, l.Owner(), nil
-						}})
-						continue
-					}
-					m := c.RWMutex(n)
-					e.pool[n] = append(e.pool[n], confHandle{label: label, acquire: func(ctx context.Context, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
-						l, err := confRWAcquire(ctx, m, mode, wait, o)
-						if err != nil {
-							return nil, "", err
-						}
-						return l, l.Owner(), nil
-					}})
-				}
-			}
+			e.slots = append(e.slots, &confSlot{bases: []rueidis.ClientOption{nodeBase(0, spec.proxied, label)}, tr: spec.tr})
 		}
 	case confQuorumKind:
 		e.names = []string{"conf-a", "conf-b"}
 		// q0 all direct (the probe's), q1 with node 0 proxied, q2 with
 		// nodes 1 and 2 proxied.
 		for qi, proxied := range [][]bool{{false, false, false}, {true, false, false}, {false, true, true}} {
-			var cs []*fairrw.Client
+			s := &confSlot{tr: transports[qi%2]}
 			for ni := range nodes {
-				label := fmt.Sprintf("q%d.n%d", qi, ni)
-				cs = append(cs, newNodeClient(ni, proxied[ni], transports[qi%2], label))
+				s.bases = append(s.bases, nodeBase(ni, proxied[ni], fmt.Sprintf("q%d.n%d", qi, ni)))
 			}
-			q, err := fairrw.NewQuorum(cs, fairrw.WithNodeTimeout(250*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = q.Close() })
-			e.quorums = append(e.quorums, q)
+			e.slots = append(e.slots, s)
 		}
+	}
+	for i, s := range e.slots {
+		g, err := e.newGen(i, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.cur = g
 		for _, n := range e.names {
-			for qi, q := range e.quorums {
-				for hi := range 2 {
-					m := q.RWMutex(n)
-					e.pool[n] = append(e.pool[n], confHandle{label: fmt.Sprintf("q%d/h%d", qi, hi), acquire: func(ctx context.Context, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (confLease, string, error) {
-						l, err := confQuorumAcquire(ctx, m, mode, wait, o)
-						if err != nil {
-							return nil, "", err
-						}
-						return l, "", nil
-					}})
-				}
+			for hi := range confHandlesPerGen {
+				e.pool[n] = append(e.pool[n], confHandle{slot: i, hi: hi})
 			}
 		}
 	}
+
+	// Registered after the watchers' and the proxies' cleanups, so it runs
+	// before them: every Client closes (ending its leases) while its proxy
+	// still runs, then the watchers return.
+	t.Cleanup(func() {
+		e.slotMu.Lock()
+		closers := e.closers
+		e.slotMu.Unlock()
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	})
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
 	e.runCtx = runCtx
 	faultCtx, stopFaults := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	bg.Add(2)
+	bg.Add(3)
 	go func() {
 		defer bg.Done()
 		e.f.run(faultCtx, rand.New(rand.NewPCG(seed, 1000)))
+	}()
+	go func() {
+		defer bg.Done()
+		e.stopper(faultCtx, rand.New(rand.NewPCG(seed, 1002)))
 	}()
 	go func() {
 		defer bg.Done()
@@ -304,7 +295,33 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 		e.probe(n)
 	}
 	e.endChecks()
+	e.o.checkInspectWrites(tg.kind == confRWKind && tg.policy.String() != "redisson")
+	e.checkExercised(dur)
 	e.report()
+}
+
+// checkExercised fails the run if it did too few of the operations whose
+// oracle checks would otherwise pass for want of trying (scaled to the
+// workload's duration).
+func (e *confEnv) checkExercised(dur time.Duration) {
+	scale := float64(dur) / float64(confDefaultDur)
+	e.o.mu.Lock()
+	defer e.o.mu.Unlock()
+	for _, m := range []struct {
+		stat string
+		min  int
+	}{
+		{"Shutdowns", 2},
+		{"Shutdown leases ended", 1},
+		{"context checks", 40},
+		{"context checks at end", 40},
+		{"inspects -> ok", 6},
+	} {
+		want := max(1, int(float64(m.min)*scale))
+		if got := e.o.stats[m.stat]; got < want {
+			e.t.Errorf("%s: only %d %q in this run, want at least %d: the workload no longer exercises them; FAIRRW_CONFORMANCE_SEED=%d", e.tg.name, got, m.stat, want, e.seed)
+		}
+	}
 }
 
 // endChecks: after a settle wait, no key without a TTL; after a further
