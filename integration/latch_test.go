@@ -132,3 +132,39 @@ func TestRetriedAcquireCountsOnce(t *testing.T) {
 		t.Fatalf("acquire of the free lock = %v, want a grant with a token above %d", got, first[1])
 	}
 }
+
+// TestFurtherReadDropsUncountedLeaseKeys: a further read hold sets the
+// owner's count to what the client knows alive; the lease keys of holds
+// counted above it (ended locally, or released by a racing Unlock) are
+// deleted with it, never left to outlive their holds uncounted (found by the
+// adversarial pass: Shutdown racing further holds left such keys).
+func TestFurtherReadDropsUncountedLeaseKeys(t *testing.T) {
+	e := newWireEnv(t)
+	const n = "latch:further-read"
+	owner := compat.Owner("a-client", 1)
+	prefix := compat.LeaseKeyPrefix(n, owner)
+	acquire := func(further int) []int64 {
+		t.Helper()
+		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(6).
+			Key(n, prefix, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
+			Arg(args([]string{"30000", owner, compat.WriteField(owner)}, stamped(), []string{strconv.Itoa(further)})...).Build()).AsIntSlice()
+		if err != nil {
+			t.Fatalf("read acquire (further %d): %v", further, err)
+		}
+		return reply
+	}
+	for i, further := range []int{0, 2, 3, 4} { // a first hold, then counts 2, 3, 4
+		if got := acquire(further); got[0] != 1 {
+			t.Fatalf("hold %d: %v, want granted", i, got)
+		}
+	}
+	// The client knows only two holds alive: the next further hold is the 3rd.
+	if got := acquire(3); got[0] != 1 {
+		t.Fatalf("further hold 3 after 4: %v, want granted", got)
+	}
+	e.w.wantHash(n, map[string]string{"mode": "read", owner: "3"})
+	e.w.wantMissing(prefix + ":4")
+	for k := 1; k <= 3; k++ {
+		e.w.wantPTTL(prefix+":"+strconv.Itoa(k), 30*time.Second, 5*time.Second)
+	}
+}

@@ -26,7 +26,8 @@
 -- longest of every hold. A read is granted whenever no other owner holds the
 -- write (Redisson's rule: writers can starve). A retry never counts twice:
 -- an owner's first hold finds its field there and only renews it; a
--- further hold sets the count rather than adding to it.
+-- further hold sets the count rather than adding to it, and deletes the
+-- lease keys of holds counted above it, so none is left behind uncounted.
 local early = refused(KEYS[3], KEYS[4], KEYS[6], ARGV[4], ARGV[5]) -- redisson_lib.lua
 if early then
   return early
@@ -52,6 +53,11 @@ if further > 0 then
     return {-2, 0}
   end
   redis.call('hset', KEYS[1], ARGV[2], further)
+  -- Holds counted above the new count ended (their leases ran out, or a
+  -- release raced this hold): their lease keys would outlive them uncounted.
+  for k = further + 1, (holds or 0) do
+    redis.call('del', KEYS[2] .. ':' .. k)
+  end
   return cover(further)
 end
 
