@@ -2,10 +2,7 @@ package redistest
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,73 +16,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeTB records Fatal/Skip/Error instead of acting on them, so that the
-// failure paths of the helpers can be tested. TempDir, Logf, Helper and Name
-// go to the real test.
-type fakeTB struct {
-	testing.TB
-
-	mu       sync.Mutex
-	fatal    string
-	skip     string
-	errs     []string
-	cleanups []func()
-}
-
-func (f *fakeTB) Fatalf(format string, args ...any) {
-	f.mu.Lock()
-	f.fatal = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (f *fakeTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
-
-func (f *fakeTB) Skipf(format string, args ...any) {
-	f.mu.Lock()
-	f.skip = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (f *fakeTB) Skip(args ...any) { f.Skipf("%s", fmt.Sprint(args...)) }
-
-func (f *fakeTB) Errorf(format string, args ...any) {
-	f.mu.Lock()
-	f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	f.mu.Unlock()
-}
-
-func (f *fakeTB) Error(args ...any) { f.Errorf("%s", fmt.Sprint(args...)) }
-
-func (f *fakeTB) Cleanup(fn func()) {
-	f.mu.Lock()
-	f.cleanups = append(f.cleanups, fn)
-	f.mu.Unlock()
-}
-
-// runFake runs fn with a fakeTB in its own goroutine (Fatal/Skip end it with
-// Goexit), then runs the registered cleanups, last first.
-func runFake(t *testing.T, fn func(tb testing.TB)) *fakeTB {
-	t.Helper()
-	f := &fakeTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-	for i := len(f.cleanups) - 1; i >= 0; i-- {
-		f.cleanups[i]()
-	}
-	if len(f.errs) > 0 {
-		t.Errorf("errors reported to the fake TB: %q", f.errs)
-	}
-	return f
-}
-
 // needRedisServer applies the FAIRRW_REQUIRE_REDIS rule to tests that call
-// redis-server-only helpers through a fakeTB.
+// redis-server-only helpers through a FakeTB.
 func needRedisServer(t *testing.T) {
 	t.Helper()
 	if _, err := lookRedisServer(); err != nil {
@@ -241,7 +173,7 @@ func TestStartProcessExtraArgs(t *testing.T) {
 func TestCleanupKillsProcess(t *testing.T) {
 	needRedisServer(t)
 	var p, paused int
-	f := runFake(t, func(tb testing.TB) {
+	f := RunFake(t, func(tb testing.TB) {
 		r := StartProcess(tb)
 		p = pid(r)
 		r2 := StartProcess(tb)
@@ -261,7 +193,7 @@ func TestCleanupKillsProcess(t *testing.T) {
 
 func TestStartProcessFailureShowsLog(t *testing.T) {
 	needRedisServer(t)
-	f := runFake(t, func(tb testing.TB) {
+	f := RunFake(t, func(tb testing.TB) {
 		StartProcess(tb, "--no-such-directive", "x")
 		tb.Errorf("StartProcess returned")
 	})
@@ -277,13 +209,13 @@ func TestRequireRedisRule(t *testing.T) {
 	t.Setenv(EnvAddr, "")
 
 	t.Setenv(EnvRequireRedis, "")
-	f := runFake(t, func(tb testing.TB) { StartProcess(tb) })
+	f := RunFake(t, func(tb testing.TB) { StartProcess(tb) })
 	if f.skip == "" || f.fatal != "" || !strings.Contains(f.skip, "redis-server not found") {
 		t.Fatalf("without %s: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}
 
 	t.Setenv(EnvRequireRedis, "1")
-	f = runFake(t, func(tb testing.TB) { StartProcess(tb) })
+	f = RunFake(t, func(tb testing.TB) { StartProcess(tb) })
 	if f.fatal == "" || f.skip != "" || !strings.Contains(f.fatal, "redis-server not found") {
 		t.Fatalf("with %s=1: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}
@@ -302,12 +234,12 @@ func TestStartFromEnv(t *testing.T) {
 
 	// Process-only methods refuse other kinds.
 	t.Setenv(EnvRequireRedis, "")
-	f := runFake(t, func(tb testing.TB) { r.Restart(tb) })
+	f := RunFake(t, func(tb testing.TB) { r.Restart(tb) })
 	if !strings.Contains(f.skip, "StartProcess") {
 		t.Fatalf("Restart on env: skip %q fatal %q", f.skip, f.fatal)
 	}
 	t.Setenv(EnvRequireRedis, "1")
-	f = runFake(t, func(tb testing.TB) { r.Kill(tb) })
+	f = RunFake(t, func(tb testing.TB) { r.Kill(tb) })
 	if !strings.Contains(f.fatal, "StartProcess") {
 		t.Fatalf("Kill on env with %s=1: skip %q fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}
@@ -316,7 +248,7 @@ func TestStartFromEnv(t *testing.T) {
 	defer func(d time.Duration) { envTimeout = d }(envTimeout)
 	envTimeout = 300 * time.Millisecond
 	t.Setenv(EnvAddr, "127.0.0.1:1")
-	f = runFake(t, func(tb testing.TB) { Start(tb) })
+	f = RunFake(t, func(tb testing.TB) { Start(tb) })
 	if !strings.Contains(f.fatal, EnvAddr) {
 		t.Fatalf("unreachable %s: skip %q fatal %q", EnvAddr, f.skip, f.fatal)
 	}
@@ -361,12 +293,12 @@ func TestStartWithNothing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv(EnvAddr, "")
 	t.Setenv(EnvRequireRedis, "")
-	f := runFake(t, func(tb testing.TB) { Start(tb) })
+	f := RunFake(t, func(tb testing.TB) { Start(tb) })
 	if !strings.Contains(f.skip, "no Redis available") {
 		t.Fatalf("Start with nothing: skip %q, fatal %q", f.skip, f.fatal)
 	}
 	t.Setenv(EnvRequireRedis, "1")
-	f = runFake(t, func(tb testing.TB) { Start(tb) })
+	f = RunFake(t, func(tb testing.TB) { Start(tb) })
 	if !strings.Contains(f.fatal, "no Redis available") {
 		t.Fatalf("Start with nothing, %s=1: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // needRedisSentinel applies the FAIRRW_REQUIRE_REDIS rule to tests that call
-// StartSentinel through a fakeTB.
+// StartSentinel through a FakeTB.
 func needRedisSentinel(t *testing.T) {
 	t.Helper()
 	needRedisServer(t)
@@ -144,7 +144,7 @@ func TestSentinelCleanupKillsProcesses(t *testing.T) {
 	needRedisSentinel(t)
 	t.Parallel()
 	var pids []int
-	f := runFake(t, func(tb testing.TB) {
+	f := RunFake(t, func(tb testing.TB) {
 		s := StartSentinel(tb)
 		pids = []int{pid(s.Primary), pid(s.Replica), pid(s.proc)}
 		tb.Fatalf("test failed on purpose")
@@ -167,13 +167,13 @@ func TestSentinelRequireRedisRule(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 
 	t.Setenv(EnvRequireRedis, "")
-	f := runFake(t, func(tb testing.TB) { StartSentinel(tb) })
+	f := RunFake(t, func(tb testing.TB) { StartSentinel(tb) })
 	if f.skip == "" || f.fatal != "" || !strings.Contains(f.skip, "redis-sentinel not found") {
 		t.Fatalf("without %s: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}
 
 	t.Setenv(EnvRequireRedis, "1")
-	f = runFake(t, func(tb testing.TB) { StartSentinel(tb) })
+	f = RunFake(t, func(tb testing.TB) { StartSentinel(tb) })
 	if f.fatal == "" || f.skip != "" || !strings.Contains(f.fatal, "redis-sentinel not found") {
 		t.Fatalf("with %s=1: skip %q, fatal %q", EnvRequireRedis, f.skip, f.fatal)
 	}

@@ -3,10 +3,7 @@ package container
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,44 +16,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// fakeTB records Fatal and Skip instead of acting on them, so that the
-// skip-or-fail rule can be tested.
-type fakeTB struct {
-	testing.TB
-
-	mu    sync.Mutex
-	fatal string
-	skip  string
-}
-
-func (f *fakeTB) Fatalf(format string, args ...any) {
-	f.mu.Lock()
-	f.fatal = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (f *fakeTB) Skipf(format string, args ...any) {
-	f.mu.Lock()
-	f.skip = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-// runFake runs fn with a fakeTB in its own goroutine (Fatal and Skip end it
-// with Goexit).
-func runFake(t *testing.T, fn func(tb testing.TB)) *fakeTB {
-	t.Helper()
-	f := &fakeTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-	return f
 }
 
 // needDocker applies the FAIRRW_REQUIRE_DOCKER rule.
@@ -94,14 +53,14 @@ func TestMissingImage(t *testing.T) {
 	t.Setenv(EnvImage, "fairrw/no-such-image:never")
 	start := time.Now()
 	t.Setenv(EnvRequireDocker, "")
-	f := runFake(t, func(tb testing.TB) { Start(tb) })
-	if !strings.Contains(f.skip, "never pulled") {
-		t.Fatalf("missing image: skip %q fatal %q", f.skip, f.fatal)
+	f := redistest.RunFake(t, func(tb testing.TB) { Start(tb) })
+	if !strings.Contains(f.SkipMessage(), "never pulled") {
+		t.Fatalf("missing image: skip %q fatal %q", f.SkipMessage(), f.FatalMessage())
 	}
 	t.Setenv(EnvRequireDocker, "1")
-	f = runFake(t, func(tb testing.TB) { Start(tb) })
-	if !strings.Contains(f.fatal, "never pulled") {
-		t.Fatalf("missing image, %s=1: skip %q fatal %q", EnvRequireDocker, f.skip, f.fatal)
+	f = redistest.RunFake(t, func(tb testing.TB) { Start(tb) })
+	if !strings.Contains(f.FatalMessage(), "never pulled") {
+		t.Fatalf("missing image, %s=1: skip %q fatal %q", EnvRequireDocker, f.SkipMessage(), f.FatalMessage())
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("missing image took %v to be reported", d)
@@ -117,13 +76,13 @@ func TestNoDocker(t *testing.T) {
 	}
 
 	t.Setenv(EnvRequireDocker, "")
-	f := runFake(t, func(tb testing.TB) { Start(tb) })
-	if !strings.Contains(f.skip, "no Docker engine") || !strings.Contains(f.skip, "simulated") {
-		t.Fatalf("Start without Docker: skip %q, fatal %q", f.skip, f.fatal)
+	f := redistest.RunFake(t, func(tb testing.TB) { Start(tb) })
+	if !strings.Contains(f.SkipMessage(), "no Docker engine") || !strings.Contains(f.SkipMessage(), "simulated") {
+		t.Fatalf("Start without Docker: skip %q, fatal %q", f.SkipMessage(), f.FatalMessage())
 	}
 	t.Setenv(EnvRequireDocker, "1")
-	f = runFake(t, func(tb testing.TB) { Start(tb) })
-	if !strings.Contains(f.fatal, "no Docker engine") {
-		t.Fatalf("Start without Docker, %s=1: skip %q, fatal %q", EnvRequireDocker, f.skip, f.fatal)
+	f = redistest.RunFake(t, func(tb testing.TB) { Start(tb) })
+	if !strings.Contains(f.FatalMessage(), "no Docker engine") {
+		t.Fatalf("Start without Docker, %s=1: skip %q, fatal %q", EnvRequireDocker, f.SkipMessage(), f.FatalMessage())
 	}
 }
