@@ -49,7 +49,10 @@ type Client struct {
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{}
-	ops     sync.WaitGroup // calls in progress; Close waits for them
+	// closingCtx ends when closing does (for context.AfterFunc).
+	closingCtx context.Context
+	endClosing context.CancelFunc
+	ops        sync.WaitGroup // calls in progress; Close waits for them
 	// inflight counts ops, so that a Shutdown whose ctx ended already sees
 	// that no call is under way (a WaitGroup has no count to read).
 	inflight atomic.Int64
@@ -67,7 +70,7 @@ type Client struct {
 	waits      *waitRegistry
 	renewer    *renewer
 	janitor    *janitor
-	background *tasks // give-ups still trying (abandon.go)
+	background *tasks // work left by calls whose caller has gone (background.go)
 }
 
 // New returns a Client. It needs WithClient or WithClientOption; every other
@@ -109,6 +112,7 @@ func New(opts ...Option) (*Client, error) {
 		finished:      make(chan struct{}),
 	}
 	c.halt, c.stopHalt = context.WithCancel(context.Background())
+	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
 	c.waits = newWaitRegistry(c)
 	c.background = newTasks()
 	if cfg.client != nil {
@@ -204,7 +208,9 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 // Close stops the Client at once, as a crash would, with no I/O to wait
 // for: it stops lease renewal, wakes every waiter with ErrClosed, releases
 // every subscription and waits for the client's goroutines (and for the
-// calls under way, each bounded by the unlock timeout) to end. Leases still
+// calls under way, each bounded by its ctx or by the unlock timeout) to end.
+// Work left to the background (a give-back, a release not yet confirmed)
+// stops: what it would have removed expires with its lease. Leases still
 // held are not unlocked: they end at once, reported lost (ErrLeaseLost and
 // ErrClosed) since no one renews them any more, and Redis frees them when
 // their lease runs out; their waiters elsewhere wait until then. Shutdown
@@ -220,7 +226,7 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 // is closed.
 func (c *Client) Close() error {
 	if c.beginClose(false) {
-		c.finishClose()
+		c.finishClose(context.Background())
 		return nil
 	}
 	c.mu.Lock()
@@ -243,23 +249,38 @@ func (c *Client) beginClose(graceful bool) bool {
 	}
 	c.closed, c.graceful = true, graceful
 	close(c.closing)
+	c.endClosing()
 	return true
 }
 
 // finishClose waits for the calls under way, ends every lease still held,
 // stops every goroutine of the Client and closes the rueidis client it
 // built.
-func (c *Client) finishClose() {
+//
+// It returns when that is done or when ctx ends, whichever is first (a
+// Shutdown's ctx: closing connections to a Redis that does not answer
+// takes rueidis about a second each); the rest goes on, and finished
+// closes when it is done.
+func (c *Client) finishClose(ctx context.Context) {
 	c.ops.Wait()
 	c.background.close()
 	c.renewer.close()
 	c.waits.close()
 	c.janitor.close()
-	if c.ownsRedis {
-		c.rdb.Close()
+	if !c.ownsRedis {
+		c.stopHalt()
+		close(c.finished)
+		return
 	}
-	c.stopHalt()
-	close(c.finished)
+	go func() {
+		c.rdb.Close()
+		c.stopHalt()
+		close(c.finished)
+	}()
+	select {
+	case <-c.finished:
+	case <-ctx.Done():
+	}
 }
 
 // enter registers a call in progress, or fails once Close has begun.

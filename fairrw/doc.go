@@ -86,10 +86,13 @@
 // holds and releases write absolute counts, an unlock's retry gets the first
 // answer, and Redis refuses any copy older than twice the unlock timeout
 // (assuming the clocks of the client and of Redis differ by less than the
-// unlock timeout; otherwise ErrClockSkew). Unlock runs detached from the
-// caller's cancellation, and a Lock whose ctx ends gives its owner up: what
-// it may have been granted or queued is released, in the background until
-// Redis answers if it does not at once. Leases
+// unlock timeout; otherwise ErrClockSkew). Every call returns by its ctx's
+// deadline, whatever Redis does. What must still happen after the caller
+// has gone goes on in the background, owned by the Client: a Lock whose ctx
+// ends gives its owner up (what it may have been granted or queued is
+// released), and an Unlock that Redis did not confirm in time is retried,
+// each until Redis answers or what it would remove has run out there.
+// Redis keeps every hold LeaseMargin past its Lease's Deadline. Leases
 // are a best effort bound on how long a holder keeps a lock: a holder that
 // pauses longer than its lease, or a Redis that loses data in a restart or a
 // failover, can let two holders overlap; guard what the lock protects

@@ -362,7 +362,7 @@ func ExampleWithTracerProvider() {
 		attrs := attribute.NewSet(s.Attributes()...)
 		for _, k := range []attribute.Key{"fairrw.lock.name", "fairrw.lock.mode", "fairrw.acquire.outcome", "fairrw.acquire.attempts"} {
 			if v, ok := attrs.Value(k); ok {
-				fmt.Printf(" %s=%s", k, v.Emit())
+				fmt.Printf(" %s=%s", k, v.String())
 			}
 		}
 		if s.Parent().IsValid() {

@@ -61,13 +61,16 @@ func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*
 	}
 	defer m.c.leave()
 	o := l.own
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	if err := o.lock(ctx); err != nil {
+		return nil, fmt.Errorf("fairrw: further hold on %q: waiting for another change of its owner: %w", l.Name(), err)
+	}
+	defer o.unlock()
 	now := time.Now()
 	if _, live := l.left(now); !live {
 		return nil, endedBefore(l.Name(), l.Err())
 	}
-	got, err := m.attempt(ctx, o, mode, cfg, o.count(mode, now)+1, false, false)
+	a := &acquisition{m: m, mode: mode, cfg: cfg, o: o}
+	got, err := a.attempt(ctx, o.count(mode, now)+1, false, false)
 	if err != nil {
 		return nil, err
 	}

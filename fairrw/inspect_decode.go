@@ -281,7 +281,7 @@ func (raw *inspectRaw) describeFair(info *LockInfo) {
 		deadline, err1 := strconv.ParseInt(d, 10, 64)
 		lease, err2 := strconv.ParseInt(l, 10, 64)
 		if ok && err1 == nil && err2 == nil && deadline >= now {
-			info.WaitingWriters = append(info.WaitingWriters, WaiterInfo{Owner: q.member, Remaining: left(deadline), Lease: time.Duration(lease) * time.Millisecond})
+			info.WaitingWriters = append(info.WaitingWriters, WaiterInfo{Owner: q.member, Remaining: left(deadline), Lease: max(time.Duration(lease)*time.Millisecond-LeaseMargin, 0)})
 		}
 	}
 	for _, a := range raw.admitted.members {

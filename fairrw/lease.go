@@ -60,7 +60,7 @@ const (
 )
 
 // newLease records a grant to owner o as a Lease, counted among o's.
-// The caller holds o.mu if o may have other Leases.
+// The caller holds o's lock if o may have other Leases.
 func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got attemptResult) *Lease {
 	m := o.m
 	l := &Lease{
@@ -115,12 +115,22 @@ func (l *Lease) Deadline() time.Time {
 	return l.deadline
 }
 
-// Unlock releases the hold. It runs detached from ctx's cancellation (so a
-// cancelled request never leaves a lock held until its lease ends), bounded
-// by the Client's unlock timeout, and retries safely: a retry returns the
-// first answer. It returns ErrNotHeld if the lease was unlocked before or
-// lost, or if Redis no longer had it. The owner's other Leases keep their
-// holds; once the last of them is unlocked, the owner holds nothing.
+// Unlock releases the hold, and returns by ctx's deadline whatever Redis
+// does. It retries safely: a retry returns the first answer. It returns nil
+// once Redis confirmed the release, and ErrNotHeld if the lease was
+// unlocked before or lost, or if Redis no longer had it.
+//
+// When ctx ends before Redis confirms the release (a deferred Unlock of a
+// cancelled request is given a few milliseconds more), Unlock returns an
+// error wrapping ctx's error, the lease ends (Done closes, Err wraps
+// ErrLeaseLost), and the release goes on in the background, owned by the
+// Client, until Redis confirms it or the hold has run out there: a
+// cancelled request never leaves a lock held past its lease. With a ctx
+// that cannot end, Unlock waits for one try, bounded by the unlock timeout
+// (WithUnlockTimeout), and leaves any further tries to the background.
+//
+// The owner's other Leases keep their holds; once the last of them is
+// unlocked, the owner holds nothing.
 func (l *Lease) Unlock(ctx context.Context) error {
 	return l.unlockAs(ctx, false)
 }
@@ -151,28 +161,67 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	l.mu.Unlock()
 
 	span := l.m.tel.startUnlock(ctx, l)
-	err := l.unlock(ctx, unreachableFails)
+	err := l.release(ctx, unreachableFails)
 	l.m.tel.endUnlock(span, l, err)
 	return err
 }
 
+// release runs the unlock on a goroutine of the Client's and waits for it,
+// or for ctx to end: the caller then gets ctx's error, the lease ends
+// (Done closes), and the release goes on in the background.
+func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
+	c := l.m.c
+	if ctx.Done() == nil { // nothing can end the wait: no goroutine needed
+		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+		defer cancel()
+		return l.unlock(ctx, unreachableFails)
+	}
+	res := make(chan error, 1)
+	started := c.background.run(func(bg context.Context) {
+		bg, cancel := context.WithTimeout(bg, c.unlockTimeout)
+		defer cancel()
+		res <- l.unlock(bg, unreachableFails)
+	})
+	if !started { // the Client closed meanwhile: Close waits for this call
+		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+		defer cancel()
+		return l.unlock(ctx, unreachableFails)
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+	}
+	// On a Redis that answers, a release sent as ctx ended (a deferred
+	// Unlock of a request that was cancelled) is confirmed within the grace.
+	grace := time.NewTimer(cleanupGrace)
+	defer grace.Stop()
+	select {
+	case err := <-res:
+		return err
+	case <-grace.C:
+		l.end(fmt.Errorf("%w: %q: Unlock returned before Redis confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.Name(), ctx.Err()), lossUnlockFailed)
+		return fmt.Errorf("fairrw: unlock %q: not confirmed before ctx ended, going on in the background: %w", l.Name(), ctx.Err())
+	}
+}
+
 // unlock releases the hold in Redis, writing what its owner still holds
-// alive; the owner's lock keeps its other changes out meanwhile.
+// alive; the owner's lock keeps its other changes out meanwhile. ctx bounds
+// it. A release that got no answer is tried again in the background until
+// Redis answers or the hold has run out there.
 //
 // The owner's last release also gives it up (marks it) when one of its
 // attempts had an outcome it never learned: a copy of that attempt may
 // still be on its way to Redis, and would take the lock again for an
 // owner that no one unlocks any more.
 func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
-	o := l.own
-	o.mu.Lock()
-	st := o.alive(l, time.Now())
-	last := o.unsure && st.writes == 0 && len(st.reads) == 0
-	res, err := l.m.release(ctx, o, l.mode, st, last, unreachableFails, l.m.c.unlockTimeout)
-	o.mu.Unlock()
+	res, err := l.releaseOnce(ctx, unreachableFails)
 	switch {
 	case err != nil:
 		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)
+		if !definite(err) && !unreachableFails {
+			l.followUp()
+		}
 		return err
 	case res == releaseNotHeld:
 		l.end(fmt.Errorf("%w: Redis no longer had the hold at unlock", ErrLeaseLost), lossGone)
@@ -181,6 +230,35 @@ func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
 		l.end(nil, lossNone)
 		return nil
 	}
+}
+
+// releaseOnce runs one release of the hold, bounded by ctx, under the
+// owner's lock.
+func (l *Lease) releaseOnce(ctx context.Context, unreachableFails bool) (releaseResult, error) {
+	o := l.own
+	if err := o.lock(ctx); err != nil {
+		return releaseNotHeld, fmt.Errorf("fairrw: unlock %q: waiting for another change of its owner: %w", l.Name(), err)
+	}
+	defer o.unlock()
+	st := o.alive(l, time.Now())
+	last := o.unsure && st.writes == 0 && len(st.reads) == 0
+	return l.m.releaseWithin(ctx, o, l.mode, st, last, unreachableFails)
+}
+
+// followUp retries the release of a hold that Redis did not confirm, in
+// the background, until Redis answers or the hold has run out there (its
+// deadline, and the margin Redis keeps past it).
+func (l *Lease) followUp() {
+	l.mu.Lock()
+	moot := l.deadline.Add(LeaseMargin)
+	l.mu.Unlock()
+	c := l.m.c
+	c.followUp(l.m, "release", moot, func(ctx context.Context) bool {
+		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+		defer cancel()
+		_, err := l.releaseOnce(ctx, false)
+		return err == nil || definite(err)
+	})
 }
 
 // end closes the lease once, with err as its Err (nil after an unlock) and

@@ -16,9 +16,8 @@ import (
 const (
 	// DefaultLeaseTime is the watchdog lease, as Redisson's lockWatchdogTimeout.
 	DefaultLeaseTime = 30 * time.Second
-	// DefaultUnlockTimeout bounds an Unlock, which runs detached from the
-	// caller's cancellation so that a cancelled request never leaves a lock
-	// held until its lease runs out.
+	// DefaultUnlockTimeout bounds each try of a release or a give-back
+	// (see WithUnlockTimeout).
 	DefaultUnlockTimeout = 5 * time.Second
 )
 
@@ -193,11 +192,14 @@ func WithLeaseTime(d time.Duration) Option {
 	})
 }
 
-// WithUnlockTimeout bounds each Unlock (and each clean-up after a cancelled
-// Lock), which runs detached from the caller's cancellation. It also sets
-// how long Redis remembers an unlock's answer and an acquire's attempt (the
-// small keys that make a retry after a lost reply count once): about twice this
-// timeout. The default is 5s.
+// WithUnlockTimeout bounds each try of a release or a give-back (the
+// clean-up after a cancelled Lock) that has no deadline of its own: an
+// Unlock whose ctx cannot end, and the tries the Client goes on making in
+// the background after a caller has gone. It also sets how long one
+// command is retried, and how long Redis remembers an unlock's answer and
+// an acquire's attempt (the small keys that make a retry after a lost
+// reply count once): about twice this timeout. No call waits for it past
+// its ctx. The default is 5s.
 func WithUnlockTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d <= 0 {

@@ -1,8 +1,8 @@
 package fairrw
 
 import (
+	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/fairrw/rwlock/compat"
@@ -20,14 +20,16 @@ import (
 // hold, a release) sets the count to the holds still alive and the deadline
 // to the longest of them: releasing one hold never shortens another live
 // one, and a hold whose lease ran out stops counting at the owner's next
-// change. mu serializes those changes, so a release never races a further
-// hold of the same owner; the watchdog only ever extends (see renew.go).
+// change. Its lock (lock, unlock) serializes those changes, so a release
+// never races a further hold of the same owner; the watchdog only ever
+// extends (see renew.go). The lock is taken within a ctx: a release going
+// on in the background (see Lease.Unlock) may hold it for a while.
 type owner struct {
 	m  *RWMutex
 	id string
 
-	mu     sync.Mutex
-	leases []*Lease // granted under id; ended ones are dropped at the next change
+	mu     chan struct{} // a lock: holding it is having sent into it
+	leases []*Lease      // granted under id; ended ones are dropped at the next change
 	// unsure is set when an attempt's outcome was not learned (a lost
 	// reply, a broken connection): a copy of it may still take the lock, so
 	// an acquire that ends without a Lease must give the owner up.
@@ -44,8 +46,25 @@ type owner struct {
 // newOwner draws a new owner id from the Client's counter, keeping
 // Redisson's "<uuid>:<long>" form.
 func (m *RWMutex) newOwner() *owner {
-	return &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1))}
+	return &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
 }
+
+// lock takes the owner's lock, or returns ctx's error.
+func (o *owner) lock(ctx context.Context) error {
+	select {
+	case o.mu <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case o.mu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (o *owner) unlock() { <-o.mu }
 
 // ownerState is what an owner still holds alive after a change: the count
 // of write holds and the longest time one of them has left, and the time
@@ -58,7 +77,7 @@ type ownerState struct {
 
 // alive returns what the owner holds alive besides except, as of now, and
 // drops the leases that ended. A lease whose deadline has passed no longer
-// counts, even if its timer has not fired yet. Call it with mu held.
+// counts, even if its timer has not fired yet. Call it with the lock held.
 func (o *owner) alive(except *Lease, now time.Time) ownerState {
 	var st ownerState
 	kept := o.leases[:0]
@@ -85,7 +104,7 @@ func (o *owner) alive(except *Lease, now time.Time) ownerState {
 }
 
 // count returns how many holds of mode the owner has alive. Call it with
-// mu held.
+// the lock held.
 func (o *owner) count(mode Mode, now time.Time) int {
 	n := 0
 	for _, l := range o.leases {

@@ -145,19 +145,19 @@ type releaseRequest struct {
 }
 
 // writeArgs renders the owner's writes as the release scripts take them:
-// the count and the longest one's time left.
+// the count and the longest one's time left (with LeaseMargin, rounded up).
 func (st ownerState) writeArgs() []string {
 	if st.writes == 0 {
 		return []string{"0", "0"}
 	}
-	return []string{strconv.Itoa(st.writes), millis(st.wcover)}
+	return []string{strconv.Itoa(st.writes), holdMillis(st.wcover)}
 }
 
 // readArgs renders each read's time left, the longest first.
 func (st ownerState) readArgs() []string {
 	args := make([]string, len(st.reads))
 	for i, d := range st.reads {
-		args[i] = millis(d)
+		args[i] = holdMillis(d)
 	}
 	return args
 }

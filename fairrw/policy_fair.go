@@ -77,16 +77,16 @@ func (p fairPolicy) common(k *lockKeys, mode Mode, owner string, lease, queue, s
 }
 
 func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	keys, args := p.common(k, r.mode, r.owner, millis(r.lease), millis(r.queue), stampArg(r.stamp), millis(r.window), r.publish)
+	keys, args := p.common(k, r.mode, r.owner, holdMillis(r.lease), holdMillis(r.queue), stampArg(r.stamp), millis(r.window), r.publish)
 	return runAcquire(ctx, rdb, fairAcquire, keys, append(args, boolArg(r.wait), strconv.Itoa(r.further), boolArg(r.notify)), r)
 }
 
 func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	keys, args := p.common(k, r.mode, r.owner, millis(r.queue), millis(r.queue), stampArg(r.stamp), millis(r.window), r.publish)
+	keys, args := p.common(k, r.mode, r.owner, holdMillis(r.queue), holdMillis(r.queue), stampArg(r.stamp), millis(r.window), r.publish)
 	keys = append(keys, compat.UnlockLatch(k.name, r.request))
 	args = append(args, millis(r.latchTTL), boolArg(r.abandon), millis(r.markerTTL))
 	args = append(args, r.state.writeArgs()...)
-	args = append(args, strconv.Itoa(len(r.state.reads)), millis(r.state.readCover()), boolArg(r.mayRead))
+	args = append(args, strconv.Itoa(len(r.state.reads)), holdMillis(r.state.readCover()), boolArg(r.mayRead))
 	values, err := fairUnlock.Exec(ctx, rdb, keys, args).ToArray()
 	if err != nil {
 		return releaseNotHeld, redisError(err)

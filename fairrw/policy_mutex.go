@@ -43,7 +43,7 @@ func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys,
 	}
 	fair := compat.Fair(k.name)
 	keys := []string{k.name, compat.OwnerMarker(k.name, r.owner), fair.State, compat.Fence(k.name), fair.Readers}
-	args := []string{millis(r.lease), compat.MutexField(r.owner), stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)}
+	args := []string{holdMillis(r.lease), compat.MutexField(r.owner), stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)}
 	return runAcquire(ctx, rdb, redissonLockAcquire, keys, args, r)
 }
 

@@ -52,11 +52,11 @@ func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKe
 	if r.mode == Read {
 		return runAcquire(ctx, rdb, redissonReadAcquire,
 			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), marker, fair.State, fence, fair.Readers},
-			[]string{millis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), stamp, window, further}, r)
+			[]string{holdMillis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), stamp, window, further}, r)
 	}
 	return runAcquire(ctx, rdb, redissonWriteAcquire,
 		[]string{k.name, marker, fair.State, fence, fair.Readers},
-		[]string{millis(r.lease), compat.WriteField(r.owner), stamp, window, further}, r)
+		[]string{holdMillis(r.lease), compat.WriteField(r.owner), stamp, window, further}, r)
 }
 
 func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {

@@ -107,10 +107,12 @@ func (l *QuorumLease) deadline() time.Time {
 	return d.Add(-l.drift)
 }
 
-// Unlock releases the hold on every node, at once, each detached from ctx's
-// cancellation and bounded by its Client's unlock timeout. It returns nil
-// when a majority of nodes released it, and ErrNotHeld if the lease was
-// unlocked before or lost, or fewer than a majority still had it.
+// Unlock releases the hold on every node, at once, and returns by ctx's
+// deadline. It returns nil when a majority of nodes released it, an error
+// wrapping ctx's error when ctx ended first (the lease ends, and each
+// node's release goes on in the background, as Lease.Unlock's does), and
+// ErrNotHeld if the lease was unlocked before or lost, or fewer than a
+// majority still had it.
 func (l *QuorumLease) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != leaseHeld {
@@ -124,6 +126,11 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 	<-l.ended
 
 	freed := quorumHolds{leases: l.leases}.release(ctx, l.m.q, l.m.q.majority)
+	if freed < l.m.q.majority && ctx.Err() != nil {
+		err := fmt.Errorf("%w: %q: Unlock returned before a majority of nodes confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.Name(), ctx.Err())
+		l.finish(err, false)
+		return fmt.Errorf("fairrw: unlock %q: released on %d of %d nodes before ctx ended, going on in the background: %w", l.Name(), freed, len(l.leases), ctx.Err())
+	}
 	if freed < l.m.q.majority {
 		err := fmt.Errorf("%w: %q: released on %d of %d nodes, %d needed", ErrLeaseLost, l.Name(), freed, len(l.leases), l.m.q.majority)
 		l.finish(err, false)

@@ -2,26 +2,27 @@ package fairrw
 
 import (
 	"context"
-	"reflect"
+	"errors"
 	"time"
 )
 
 // quorumWait is a quorum waiter: one waiter in each node Client's wait
-// registry, so that a release on any node (its pub/sub message, or an
-// invalidation of its lock key) wakes the quorum waiter for its next round.
+// registry, all ringing one doorbell, so that a release on any node (its
+// pub/sub message, or an invalidation of its lock key) wakes the quorum
+// waiter for its next round.
 type quorumWait struct {
 	waiters []*waiter
-	closers []<-chan struct{}
+	wake    chan wakeSource // the nodes' shared doorbell
+	clients []*Client
 }
 
 // join adds a waiter for m on every node, each starting its node's
 // subscription to the lock's channel if it is the first.
 func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
-	w := &quorumWait{}
+	w := &quorumWait{wake: make(chan wakeSource, 1)}
 	for _, h := range m.nodes {
-		x := h.c.waits.joinUnqueued(&h.keys, h.policy, mode)
-		w.waiters = append(w.waiters, x)
-		w.closers = append(w.closers, h.c.closing)
+		w.waiters = append(w.waiters, h.c.waits.joinUnqueued(&h.keys, h.policy, mode, w.wake))
+		w.clients = append(w.clients, h.c)
 	}
 	return w
 }
@@ -33,13 +34,43 @@ func (w *quorumWait) leave() {
 	}
 }
 
+// within returns ctx, also ended (with ErrClosed as its cause) when any
+// node's Client begins closing, and the function that releases it.
+func (w *quorumWait) within(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stops := make([]func() bool, 0, len(w.clients))
+	for _, c := range w.clients {
+		stops = append(stops, context.AfterFunc(c.closingCtx, func() { cancel(ErrClosed) }))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
+	}
+}
+
+// ended says why a wait's context (from within) ended.
+func ended(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), ErrClosed) {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
 // pause waits d, ignoring wake-ups: after a round that split the nodes
 // with other waiters, a random pause lets one of them win the next.
 func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
+	ctx, release := w.within(ctx)
+	defer release()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	_, err := w.selectEnd(ctx, w.cases(ctx, t.C, false))
-	return err
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ended(ctx)
+	}
 }
 
 // awaitSubscriptions waits until every node confirmed its subscription, or
@@ -55,8 +86,9 @@ func (w *quorumWait) awaitSubscriptions(ctx context.Context, bound time.Duration
 	return nil
 }
 
-// sleep waits for a wake-up on any node, at most bound. The waiters are idle
-// meanwhile, so that wake-ups go to them rather than being absorbed.
+// sleep waits for a wake-up on any node, at most bound, and says what woke
+// it. The waiters are idle meanwhile, so that wake-ups go to them rather
+// than being absorbed.
 func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource, error) {
 	for _, x := range w.waiters {
 		x.setBusy(false)
@@ -66,42 +98,16 @@ func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource
 			x.setBusy(true)
 		}
 	}()
+	ctx, release := w.within(ctx)
+	defer release()
 	t := time.NewTimer(bound)
 	defer t.Stop()
-	return w.selectEnd(ctx, w.cases(ctx, t.C, true))
-}
-
-// selectEnd waits for one of cases (built by cases) and says why it ended:
-// an error, or what woke it (a doorbell's source, or the timer).
-func (w *quorumWait) selectEnd(ctx context.Context, cases []reflect.SelectCase) (wakeSource, error) {
-	chosen, v, _ := reflect.Select(cases)
-	switch {
-	case chosen < len(w.closers):
-		return wakeNone, ErrClosed
-	case chosen == len(w.closers):
-		return wakeNone, ctx.Err()
-	case chosen == len(w.closers)+1:
+	select {
+	case src := <-w.wake:
+		return src, nil
+	case <-t.C:
 		return wakeTimer, nil
-	default:
-		return v.Interface().(wakeSource), nil
+	case <-ctx.Done():
+		return wakeNone, ended(ctx)
 	}
-}
-
-// cases returns the receive cases of a sleep: every node's closing
-// channel, then ctx, the timer, and with doorbells every node's doorbell.
-func (w *quorumWait) cases(ctx context.Context, timer <-chan time.Time, doorbells bool) []reflect.SelectCase {
-	recv := func(ch any) reflect.SelectCase {
-		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
-	}
-	var cases []reflect.SelectCase
-	for _, c := range w.closers {
-		cases = append(cases, recv(c))
-	}
-	cases = append(cases, recv(ctx.Done()), recv(timer))
-	if doorbells {
-		for _, x := range w.waiters {
-			cases = append(cases, recv(x.wake))
-		}
-	}
-	return cases
 }

@@ -188,7 +188,7 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 		}
 		return gi.slot < gj.slot
 	})
-	lease := millis(r.c.leaseTime)
+	lease := holdMillis(r.c.leaseTime) // confirmed locally as sent + leaseTime
 	var calls []script.Call
 	var batches [][]*renewHold
 	for i := 0; i < len(holds); {

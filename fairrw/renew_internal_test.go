@@ -63,7 +63,7 @@ func TestRenewBatches(t *testing.T) {
 		if n := len(call.Keys); n == 0 || n > maxRenewBatch {
 			t.Fatalf("call %d has %d keys", i, n)
 		}
-		if len(call.Args) != 1+3*len(call.Keys) || call.Args[0] != "30000" {
+		if len(call.Args) != 1+3*len(call.Keys) || call.Args[0] != holdMillis(30*time.Second) {
 			t.Fatalf("call %d args %v", i, call.Args[:4])
 		}
 		want := slot.Of(call.Keys[0])

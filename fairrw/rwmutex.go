@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -36,14 +35,19 @@ type RWMutex struct {
 // Name returns the lock name.
 func (m *RWMutex) Name() string { return m.keys.name }
 
-// Lock takes the write lock, waiting until it is granted or ctx is done. On
-// cancellation it returns an error wrapping ctx.Err() and leaves nothing
-// behind in Redis.
+// Lock takes the write lock, waiting until it is granted or ctx is done.
+// It returns by ctx's deadline whatever Redis does. On cancellation it
+// returns an error wrapping ctx.Err(), and nothing of it stays held: what
+// Redis may have granted or queued for it is given back, in the background
+// if Redis does not answer at once (see Client.Shutdown).
 //
-// A lease is counted from the moment its attempt was first sent. An attempt
-// that took longer than the lease to be answered (retried through an outage
-// or a failover) is given back rather than returned already lost: Lock then
-// tries again, and TryLock and TryRLock return ErrNotAcquired.
+// A lease is counted from the moment its attempt was first sent; a grant
+// that a release made to a waiting Lock with WithLease (or under
+// WithSyncReplicas) is counted from the attempt that takes it up. An
+// attempt that took longer than the lease to be answered (retried through
+// an outage or a failover) is given back rather than returned already
+// lost: Lock then tries again, and TryLock and TryRLock return
+// ErrNotAcquired.
 func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Lock", Write, true, opts)
 }
@@ -98,74 +102,6 @@ func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, o
 	return l, err
 }
 
-// acquire takes a first hold of mode for a new owner, counting its
-// attempts in attempts. An acquire that ends without a Lease gives its
-// owner up wherever a trace of it may be left in Redis: a queue entry, or
-// an attempt whose outcome was not learned.
-func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, attempts *int) (*Lease, error) {
-	cfg, err := m.prepare(mode, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.c.enter(); err != nil {
-		return nil, err
-	}
-	defer m.c.leave()
-	o := m.newOwner()
-	// A Lock that may queue joins the lock's waiters before its first
-	// attempt when this Client already listens to the lock's channel: a
-	// release that grants it the lock meanwhile is then not missed, and a
-	// refused attempt goes straight to sleep.
-	var early *waiter
-	if wait && m.policy.queued() {
-		early = m.c.waits.joinListening(&m.keys, m.policy, mode, o.id)
-	}
-	defer func() {
-		if early != nil {
-			m.c.waits.leave(early)
-		}
-	}()
-	*attempts++
-	got, err := m.attempt(ctx, o, mode, cfg, 0, wait, false)
-	if wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
-		// Lock goes on waiting: as a new owner after a grant that came too
-		// late, as the same one after an attempt that got no answer.
-		if errors.Is(err, errOutlasted) {
-			m.abandon(ctx, o, mode)
-			o = m.newOwner()
-			if early != nil {
-				m.c.waits.rename(early, o.id)
-			}
-		}
-		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
-	}
-	switch {
-	case err == nil && !got.reply.granted && !wait:
-		if o.unsure {
-			m.abandon(ctx, o, mode)
-		}
-		return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: got.reply.wait}
-	case err == nil && !got.reply.granted:
-		w := early
-		early = nil // wait leaves it
-		o, got, err = m.wait(ctx, o, mode, cfg, got, w, attempts)
-	}
-	if err != nil {
-		if o.unsure || o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
-			m.abandon(ctx, o, mode)
-		}
-		if errors.Is(err, errOutlasted) {
-			return nil, &notAcquiredError{name: m.keys.name, mode: mode, bound: time.Millisecond}
-		}
-		return nil, err
-	}
-	if m.c.isClosing() {
-		m.abandon(ctx, o, mode)
-		return nil, ErrClosed
-	}
-	return newLease(ctx, o, mode, cfg, got), nil
-}
-
 // prepare validates a call before anything is sent.
 func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error) {
 	var cfg acquireConfig
@@ -184,102 +120,6 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 		cfg.lease = m.c.leaseTime
 	}
 	return cfg, nil
-}
-
-// wait blocks until a grant, ctx's end or Close. It joins the lock's wait
-// group first (so no wake-up is lost between a failed attempt and the wait),
-// waits for its subscription, then retries on every wake-up, and in any case
-// no later than the PTTL that the last failed attempt returned. A release
-// that grants the owner the lock (grant on release, see lua/fair_lib.lua)
-// ends the wait without another attempt. An attempt that got no answer is
-// tried again as the same owner (a copy of it that still takes the lock is
-// then found by the next attempt); a grant that came too late is given up,
-// and the wait goes on as a new owner. It returns the owner it ended with.
-func (m *RWMutex) wait(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, first attemptResult, w *waiter, attempts *int) (*owner, attemptResult, error) {
-	// joined: the waiter listened before the first attempt was sent, so
-	// no release since is missed and the wait starts with a sleep.
-	joined := w != nil && first.reply.refused
-	if w == nil {
-		w = m.c.waits.join(&m.keys, m.policy, mode, o.id)
-	}
-	defer m.c.waits.leave(w)
-	m.tel.waiting(mode, 1)
-	defer m.tel.waiting(mode, -1)
-	// refused is when the last attempt that Redis refused was sent: a grant
-	// made on the owner's behalf comes after it, and lasts at least until
-	// then plus its queue entry's lease (zero: no such attempt yet).
-	var refused time.Time
-	var refusedUs uint64
-	if first.reply.refused {
-		refused, refusedUs = first.sent, first.reply.refusedUs
-	}
-	if err := w.awaitSubscription(ctx, m.retryBound(first.reply.wait)); err != nil {
-		return o, attemptResult{}, m.waitError(err)
-	}
-	if joined {
-		if err := w.sleep(ctx, m.retryBound(first.reply.wait)); err != nil {
-			return o, attemptResult{}, m.waitError(err)
-		}
-	}
-	for {
-		if got, ok := m.grantedBy(w, refused, refusedUs, cfg); ok {
-			if time.Now().Before(got.sent.Add(got.cover)) {
-				return o, got, nil
-			}
-			// The grant's lease ran out before it was seen: give it back.
-			m.abandon(ctx, o, mode)
-			o = m.newOwner()
-			m.c.waits.rename(w, o.id)
-			refused = time.Time{}
-		}
-		*attempts++
-		got, err := m.attempt(ctx, o, mode, cfg, 0, true, true)
-		switch {
-		case errors.Is(err, errOutlasted):
-			m.abandon(ctx, o, mode)
-			o = m.newOwner()
-			m.c.waits.rename(w, o.id)
-			refused = time.Time{}
-			got.reply.wait = time.Millisecond
-		case errors.Is(err, errNoAnswer):
-			got.reply.wait = minRetryBackoff
-		case err != nil:
-			return o, got, err
-		case got.reply.granted:
-			got.woken = w.source
-			m.c.waits.granted(w)
-			return o, got, nil
-		case got.reply.refused:
-			refused, refusedUs = got.sent, got.reply.refusedUs
-		}
-		if err := w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
-			return o, attemptResult{}, m.waitError(err)
-		}
-	}
-}
-
-// grantedBy returns the grant a release made to the waiter's owner, if
-// one was delivered and a refused attempt tells when it began at the
-// earliest. The hold lasts until its queue entry's deadline or its lease,
-// whichever is first, counted from that attempt's send: its local
-// deadline never passes the one Redis keeps. A grant whose token is not
-// above the server's clock at that refusal (refusedUs) was made before it:
-// a message that stalled past a grant that has since run out (the refusal
-// found the owner no longer holding), which must not count. Without such
-// an attempt the next attempt takes the grant up instead.
-func (m *RWMutex) grantedBy(w *waiter, refused time.Time, refusedUs uint64, cfg acquireConfig) (attemptResult, bool) {
-	token, by, ok := w.takeGrant()
-	if !ok || refused.IsZero() || token <= refusedUs || cfg.lease > m.c.leaseTime {
-		// A lease longer than the queue entry's: the next attempt takes
-		// the grant up, extending it to the whole lease.
-		return attemptResult{}, false
-	}
-	return attemptResult{
-		reply: acquireReply{granted: true, token: token},
-		sent:  refused,
-		cover: min(cfg.lease, m.c.leaseTime),
-		woken: by,
-	}, true
 }
 
 func (m *RWMutex) waitError(err error) error {

@@ -29,19 +29,18 @@ import (
 //     WithLease, of a Mutex or of any policy, and the node holds of quorum
 //     leases on this Client) in one release per owner, sent concurrently
 //     (64 at a time, pipelined by rueidis);
+//   - waits for the work that calls left to the background (the give-back
+//     of a cancelled Lock's grant, an Unlock that Redis had not confirmed
+//     when its caller returned);
 //   - closes the Client as Close does.
 //
-// ctx bounds Shutdown's own work, and each release is also bounded by the
-// unlock timeout: when ctx ends first (Redis does not answer, say),
-// Shutdown gives up its releases, leaves what is not released to expire
-// with its lease, closes the Client anyway and returns an error wrapping
-// ctx.Err(). Give ctx a deadline: rueidis honours a deadline on every path,
-// while a cancellation stops only a command queued behind others on its
-// connection. The calls already under way then (an acquire attempt or an
-// Unlock sent to a Redis that stopped answering) are waited for as Close
-// waits for them, each within the unlock timeout. Closing a rueidis client
-// that the Client built takes rueidis up to about a second per connection
-// when Redis does not answer. Shutdown returns nil when every hold was
+// Shutdown returns by ctx's deadline (or soon after its cancellation),
+// whatever Redis does: when ctx ends first (Redis does not answer, say),
+// Shutdown gives up its releases and the background work, leaves what is
+// not released to expire with its lease, closes the Client anyway and
+// returns an error wrapping ctx.Err(); the calls under way are stopped, and
+// a rueidis client that the Client built finishes closing its connections
+// after Shutdown has returned. Shutdown returns nil when every hold was
 // released or found gone already.
 //
 // Shutdown is safe for concurrent use: a call while another runs waits for
@@ -69,7 +68,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.shutdownErr = err
 	c.mu.Unlock()
-	c.finishClose()
+	c.finishClose(ctx)
 	return err
 }
 
@@ -89,12 +88,18 @@ func (c *Client) releaseAll(ctx context.Context) error {
 		return fmt.Errorf("fairrw: shutdown: calls under way not waited for, %d lock owners not released, left to expire: %w", len(owners), c.stopCause(ctx))
 	}
 	owners = c.endLeases(owners)
-	if len(owners) == 0 {
-		return nil // nothing to release: whatever ctx says, nothing is left
+	var failed, total int
+	var err error
+	if len(owners) > 0 {
+		failed, total, err = c.releaseOwners(rctx, owners)
 	}
-	failed, total, err := c.releaseOwners(rctx, owners)
+	// Give-backs and releases that calls left to the background (their
+	// callers have gone) are done before the Client closes, within ctx.
+	if c.background.wait(rctx) != nil {
+		return fmt.Errorf("fairrw: shutdown: background give-backs or releases not confirmed, left to expire: %w", c.stopCause(ctx))
+	}
 	if failed == 0 {
-		return nil
+		return nil // nothing left: whatever ctx says
 	}
 	if why := c.stopCause(ctx); why != nil {
 		err = errors.Join(why, err)
@@ -194,8 +199,10 @@ func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 	m := o.m
 	ctx, cancel := releaseBound(ctx, m.c.unlockTimeout)
 	defer cancel()
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	if err := o.lock(ctx); err != nil {
+		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
+	}
+	defer o.unlock()
 	res, err := m.releaseWithin(ctx, o, mode, ownerState{}, o.unsure, false)
 	if err == nil && res == releaseNotHeld && mode == Write && o.read {
 		// The write may be gone while reads stay: an Unlock under way when

@@ -93,6 +93,7 @@ type telemetry struct {
 	renewals        metric.Int64Counter
 	renewalFailures metric.Int64Counter
 	leasesLost      metric.Int64Counter
+	pending         metric.Int64UpDownCounter
 
 	clientSpan []trace.SpanStartOption
 	rootSpan   []trace.SpanStartOption
@@ -155,6 +156,9 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Lo
 	add(err)
 	t.leasesLost, err = m.Int64Counter("fairrw.leases.lost", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases that ended other than by Unlock, by mode, policy and cause."))
+	add(err)
+	t.pending, err = m.Int64UpDownCounter("fairrw.background.pending", metric.WithUnit("{task}"),
+		metric.WithDescription("Give-backs and releases that Redis had not confirmed when their caller returned, still being retried by this process."))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("fairrw: create metric instruments: %w", err)
@@ -256,6 +260,11 @@ func (a *acquireTrace) end(l *Lease, err error) {
 // waiting counts a waiter in (delta 1) or out (-1).
 func (t *telemetry) waiting(mode Mode, delta int64) {
 	t.waiters.Add(context.Background(), delta, t.byMode[modeIndex(mode)].add...)
+}
+
+// background counts a task left to the background in (1) or out (-1).
+func (t *telemetry) background(delta int64) {
+	t.pending.Add(context.Background(), delta, t.byPolicy.add...)
 }
 
 // held counts a hold in (1) or out (-1).

@@ -333,9 +333,9 @@ func assertSpan(t *testing.T, s sdktrace.ReadOnlySpan, w spanWant) {
 	got := spanAttrs(s)
 	for _, kv := range w.attrs {
 		if v, ok := got[kv.Key]; !ok {
-			t.Errorf("%s: no %s, want %s", s.Name(), kv.Key, kv.Value.Emit())
+			t.Errorf("%s: no %s, want %s", s.Name(), kv.Key, kv.Value.String())
 		} else if v != kv.Value {
-			t.Errorf("%s: %s=%s (%v), want %s (%v)", s.Name(), kv.Key, v.Emit(), v.Type(), kv.Value.Emit(), kv.Value.Type())
+			t.Errorf("%s: %s=%s (%v), want %s (%v)", s.Name(), kv.Key, v.String(), v.Type(), kv.Value.String(), kv.Value.Type())
 		}
 		delete(got, kv.Key)
 	}
@@ -346,7 +346,7 @@ func assertSpan(t *testing.T, s sdktrace.ReadOnlySpan, w spanWant) {
 		delete(got, k)
 	}
 	for k, v := range got {
-		t.Errorf("%s: unexpected attribute %s=%s", s.Name(), k, v.Emit())
+		t.Errorf("%s: unexpected attribute %s=%s", s.Name(), k, v.String())
 	}
 }
 
@@ -368,7 +368,7 @@ func spanFloat(t *testing.T, s sdktrace.ReadOnlySpan, k attribute.Key) float64 {
 	t.Helper()
 	v, ok := spanAttrs(s)[k]
 	if !ok || v.Type() != attribute.FLOAT64 {
-		t.Fatalf("%s: %s=%v, want a float64", s.Name(), k, v.Emit())
+		t.Fatalf("%s: %s=%v, want a float64", s.Name(), k, v.String())
 	}
 	return v.AsFloat64()
 }
@@ -377,7 +377,7 @@ func spanInt(t *testing.T, s sdktrace.ReadOnlySpan, k attribute.Key) int64 {
 	t.Helper()
 	v, ok := spanAttrs(s)[k]
 	if !ok || v.Type() != attribute.INT64 {
-		t.Fatalf("%s: %s=%v, want an int64", s.Name(), k, v.Emit())
+		t.Fatalf("%s: %s=%v, want an int64", s.Name(), k, v.String())
 	}
 	return v.AsInt64()
 }
@@ -1011,7 +1011,7 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 			got := spanAttrs(s)
 			for _, kv := range append(acquireAttrs(name, mode, p), keyOutcome.String("granted"), keyToken.Int64(int64(w.Token()))) {
 				if v, ok := got[kv.Key]; !ok || v != kv.Value {
-					t.Errorf("%s: %s=%s, want %s", op, kv.Key, v.Emit(), kv.Value.Emit())
+					t.Errorf("%s: %s=%s, want %s", op, kv.Key, v.String(), kv.Value.String())
 				}
 			}
 		}

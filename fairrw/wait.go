@@ -435,11 +435,15 @@ func (w *waiter) setBusy(busy bool) {
 
 // joinUnqueued adds a waiter that keeps no place in a fair policy's queue
 // (a quorum's node waiter): no grant ever names it, and "r" wakes it.
-func (r *waitRegistry) joinUnqueued(k *lockKeys, p policyImpl, mode Mode) *waiter {
+//
+// Its doorbell is wake, which the quorum waiter shares across its nodes:
+// a release on any node wakes it through one channel.
+func (r *waitRegistry) joinUnqueued(k *lockKeys, p policyImpl, mode Mode, wake chan wakeSource) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.joinLocked(k, p, mode, "")
 	w.unqueued = true
+	w.wake = wake
 	return w
 }
 

@@ -223,33 +223,43 @@ func stringMessage(t *testing.T, v string) rueidis.RedisMessage {
 
 // TestGrantedBy: a grant delivered to a waiter counts only when it was made
 // after the waiter's last refused attempt (its token is above the server's
-// clock at that refusal), and its hold is counted from that attempt's send
-// for the lease or the queue entry's lease, whichever is shorter.
+// clock at that refusal), and a watchdog lease's hold is counted from that
+// attempt's send. A lease of its own (WithLease) or replicas to wait for
+// take the grant up with an attempt instead, so that the lease counts from
+// the grant.
 func TestGrantedBy(t *testing.T) {
 	m := &RWMutex{c: &Client{leaseTime: 30 * time.Second}}
 	r, g, ws := testGroup(WriterPreferring(), Write)
 	ws[0].owner = "c:1"
 	refused := time.Now().Add(-time.Second)
-	cfg := acquireConfig{lease: 10 * time.Second}
-	if _, ok := m.grantedBy(ws[0], refused, 500, cfg); ok {
+	a := &acquisition{m: m, w: ws[0], cfg: acquireConfig{lease: 30 * time.Second}, refused: refused, refusedUs: 500}
+	if _, ok := a.grantedBy(); ok {
 		t.Fatal("granted with no grant delivered")
 	}
 	r.onMessage(g, "g:400:c:1") // a grant older than the refusal (at 500µs)
-	if _, ok := m.grantedBy(ws[0], refused, 500, cfg); ok {
+	if _, ok := a.grantedBy(); ok {
 		t.Fatal("a stale grant, made before the last refusal, counted")
 	}
 	r.onMessage(g, "g:600:c:1")
-	got, ok := m.grantedBy(ws[0], refused, 500, cfg)
+	got, ok := a.grantedBy()
 	if !ok || got.reply.token != 600 || !got.reply.granted {
 		t.Fatalf("grantedBy = %+v, %v; want token 600", got, ok)
 	}
-	if !got.sent.Equal(refused) || got.cover != cfg.lease {
+	if !got.sent.Equal(refused) || got.cover != a.cfg.lease {
 		t.Fatalf("hold counted from %v for %v; want from the refusal's send for the lease", got.sent, got.cover)
 	}
-	if _, ok := m.grantedBy(ws[0], time.Time{}, 500, cfg); ok {
+	noRefusal := *a
+	noRefusal.refused = time.Time{}
+	if _, ok := noRefusal.grantedBy(); ok {
 		t.Fatal("granted with no refused attempt to count the hold from")
 	}
-	if _, ok := m.grantedBy(ws[0], refused, 500, acquireConfig{lease: time.Minute}); ok {
-		t.Fatal("a lease longer than the queue entry's was granted without taking it up")
+	for name, b := range map[string]acquisition{
+		"WithLease":        {m: m, w: ws[0], cfg: acquireConfig{lease: 10 * time.Second, explicit: true}, refused: refused, refusedUs: 500},
+		"WithLease long":   {m: m, w: ws[0], cfg: acquireConfig{lease: time.Minute, explicit: true}, refused: refused, refusedUs: 500},
+		"WithSyncReplicas": {m: &RWMutex{c: &Client{leaseTime: 30 * time.Second, syncReplicas: 1}}, w: ws[0], cfg: acquireConfig{lease: 30 * time.Second}, refused: refused, refusedUs: 500},
+	} {
+		if _, ok := b.grantedBy(); ok {
+			t.Errorf("%s: a grant was used without taking it up", name)
+		}
 	}
 }

@@ -3,7 +3,10 @@
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- ARGV[9]  "1" to queue up when refused (Lock, RLock), "0" not to (Try*)
 -- ARGV[10] 0 for an owner's first hold; n > 0 for a further hold of an
---          owner that holds the lock, which makes n its count in that mode
+--          owner that holds the lock, which makes n its count in that mode;
+--          -1 for a first hold that takes up a grant a release made on the
+--          owner's behalf (see grant in fair_lib.lua): the hold then lasts
+--          exactly the lease from now, neither the entry's deadline nor less
 -- ARGV[11] "1": refused, tell this waiter "r" when the way is clear though
 --          it keeps no queue entry (a quorum Lock's round); "0": a TryLock,
 --          whose refusal changes nothing
@@ -64,9 +67,17 @@ local function read()
   return token
 end
 
--- write renews the owner's write hold, count holds in all.
+-- write renews the owner's write hold, count holds in all. A take-up of a
+-- grant made on the owner's behalf sets the hold to the lease from now: no
+-- Lease of the owner exists yet, so none counts on a later deadline (a late
+-- copy of the take-up finds wgrant cleared and only extends).
 local function write(count)
   local token = tonumber(st.wtoken) or last_token(F)
+  if further < 0 and st.wgrant then
+    st.wgrant = false
+    hset_until(now + lease, lease, false, 'wcount', count, 'wdeadline', now + lease, 'wgrant', 0)
+    return token
+  end
   local deadline = math.max(now + lease, st.wdeadline)
   hset_until(deadline, lease, false, 'wcount', count, 'wdeadline', deadline)
   return token
@@ -122,9 +133,9 @@ else
   if st.entry and not queued then
     dequeue(owner) -- its entry ran out: it lost its place
   end
-  local h, hd, hl
+  local h, hd
   if st.policy and not st.writer then -- a new lock has no queue; a held one waits for its release
-    h, hd, hl = head()
+    h, hd = head()
   end
   local open = not st.writer and free()
   if open and (h == owner or (not h and not queued)) then
@@ -139,7 +150,7 @@ else
     if open and h then
       -- The lock is free and its next writer waits (its grant was lost
       -- with a holder that expired): grant it on its behalf.
-      grant(h, hd, hl)
+      grant(h, hd)
       h, hd = nil, nil
     end
     if not (queue or queued) then

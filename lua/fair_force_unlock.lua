@@ -6,14 +6,15 @@
 -- Returns 1 when holders of that mode were removed, 0 otherwise.
 --
 -- Invariant: the other mode's holders and every waiter are kept; whoever
--- is next is let in (the head writer granted, or the readers told).
+-- is next is let in exactly as after a release (fair_unlock.lua): under
+-- phase-fair the readers waiting when a write ends enter first, then the
+-- head writer is granted, or the readers turned away are told.
 load()
 settle()
 local freed = 0
 if ARGV[2] == 'w' then
   if st.writer then
-    redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
-    st.writer = false
+    drop_writer() -- as a release of the write: phase-fair admits the waiting readers
     freed = 1
   end
 elseif not st.writer and redis.call('zcard', R) > 0 then -- zcard: a foreign key at R fails here

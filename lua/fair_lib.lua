@@ -2,7 +2,9 @@
 -- Every fair_* script is common.lua, this file, then the operation's own.
 --
 -- KEYS[1] S: state hash "fairrw:<len>:{N}": policy, writer, wcount,
---            wdeadline, wtoken (the writer's fencing token), seq (queue
+--            wdeadline, wtoken (the writer's fencing token), wgrant ("1":
+--            the write was granted on the writer's behalf by a release and
+--            not taken up yet; see grant), seq (queue
 --            sequence), turned ("1": a reader was turned away since the
 --            last "r" message), "q:<owner>" = "<deadline>:<lease>" of a
 --            waiting writer (its entry's deadline, the lease it asked for),
@@ -63,11 +65,11 @@ local now = now_ms() -- common.lua
 -- there is no live entry in R, A: see fair_unlock.lua).
 local st
 local function load()
-  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner, 'horizon')
+  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner, 'horizon', 'wgrant')
   st = {
     existed = v[1] ~= false, -- S exists (every S records its policy)
     policy = v[1], writer = v[2], wcount = tonumber(v[3]), wdeadline = tonumber(v[4]),
-    wtoken = v[5], turned = v[6], entry = v[7], horizon = tonumber(v[8]),
+    wtoken = v[5], turned = v[6], entry = v[7], horizon = tonumber(v[8]), wgrant = v[9] == '1',
   }
 end
 
@@ -153,11 +155,36 @@ local function mismatch()
   return nil, true
 end
 
--- settle drops the writer if its lease ran out.
+-- WRITER_FIELDS are the fields of the write hold, deleted when it ends.
+local WRITER_FIELDS = {'writer', 'wcount', 'wdeadline', 'wtoken', 'wgrant'}
+
+-- end_write (phase-fair) runs when a write ends, however it ends: released,
+-- forced, or expired. Every reader waiting at that moment is admitted ahead
+-- of the next writer, and told so. Returns whether any was.
+local function end_write()
+  if not pf or st.bare or redis.call('exists', W) == 0 then
+    return false
+  end
+  redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
+  redis.call('del', W)
+  cover(A, tonumber(redis.call('zrange', A, -1, -1, 'withscores')[2]), true)
+  redis.call(ARGV[8], C, 'r')
+  st.no_admitted = false
+  return true
+end
+
+-- drop_writer deletes the write hold's fields and runs end_write.
+local function drop_writer()
+  redis.call('hdel', S, unpack(WRITER_FIELDS))
+  st.writer, st.wcount, st.wdeadline, st.wtoken, st.wgrant = false, nil, nil, false, false
+  end_write()
+end
+
+-- settle drops the writer if its lease ran out: an expired write ends as a
+-- released one does (end_write), so the policy's order holds either way.
 local function settle()
   if st.writer and not (st.wdeadline and st.wdeadline >= now) then
-    redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
-    st.writer, st.wcount, st.wdeadline, st.wtoken = false, nil, nil, false
+    drop_writer()
   end
 end
 
@@ -249,18 +276,21 @@ local function dequeue(o)
   redis.call('hdel', S, 'q:' .. o)
 end
 
--- grant gives the write to the queued writer h (entry deadline d, lease l)
--- on its behalf and tells it so. The grant lasts until the earlier of d and
--- now + l: a waiter that is gone blocks no one longer than its entry would
--- have, and one that is there takes the grant up (any call of it extends
--- the hold to its full lease). Returns h and the grant's fencing token.
-local function grant(h, d, l)
+-- grant gives the write to the queued writer h (entry deadline d) on its
+-- behalf and tells it so. The grant lasts until d, as long as its entry
+-- would have: a waiter that is gone blocks no one longer than its entry
+-- would have. A waiter that counts its lease from the grant (one that asked
+-- for a lease of its own, or for replicas) takes the grant up with an
+-- attempt (further = -1, see fair_acquire.lua), which sets the hold to its
+-- lease from then on; wgrant marks a grant not taken up yet. Returns h and
+-- the grant's fencing token.
+local function grant(h, d)
   local token = mint(F, st.wtoken) -- common.lua
   local t = string.format('%.0f', token)
   dequeue(h)
-  local deadline = math.min(d, now + l)
-  hset('writer', h, 'wcount', 1, 'wdeadline', deadline, 'wtoken', t)
-  st.writer, st.wcount, st.wdeadline, st.wtoken = h, 1, deadline, t
+  local deadline = d
+  hset('writer', h, 'wcount', 1, 'wdeadline', deadline, 'wtoken', t, 'wgrant', 1)
+  st.writer, st.wcount, st.wdeadline, st.wtoken, st.wgrant = h, 1, deadline, t, true
   redis.call(ARGV[8], C, 'g:' .. t .. ':' .. h)
   return h, t
 end
@@ -281,7 +311,7 @@ local function next_holder()
   local vacate = function()
     if st.vacated then
       st.vacated = false
-      redis.call('hdel', S, 'writer', 'wcount', 'wdeadline', 'wtoken')
+      redis.call('hdel', S, unpack(WRITER_FIELDS))
     end
   end
   if pf and admitted_alive() then
@@ -295,7 +325,7 @@ local function next_holder()
       return nil -- the last reader's release grants it
     end
     st.vacated = false
-    return grant(h, d, l)
+    return grant(h, d)
   end
   vacate()
   if st.turned then

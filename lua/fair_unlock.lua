@@ -90,14 +90,7 @@ if writer then
     -- entry but the owner's own reads, and A none.
     st.no_readers = nreads == 0
     st.no_admitted = true
-    if pf and redis.call('exists', W) == 1 then
-      st.no_admitted = false
-      -- Every reader waiting now enters before the next writer.
-      redis.call('zunionstore', A, 2, A, W, 'aggregate', 'max')
-      redis.call('del', W)
-      cover(A, tonumber(redis.call('zrange', A, -1, -1, 'withscores')[2]), true)
-      redis.call(ARGV[8], C, 'r')
-    end
+    end_write() -- phase-fair: every reader waiting now enters before the next writer
     freed = true
   end
 end

@@ -20,8 +20,8 @@ func MutexExplicitLeaseExpires(t *testing.T, env Env) {
 	c := env.client(t)
 	n := name(t)
 	l := lockMutex(t, c.Mutex(n), fairrw.WithLease(lease))
-	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease {
-		t.Fatalf("PTTL %v, want within (0, %v]", pttl, lease)
+	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+fairrw.LeaseMargin {
+		t.Fatalf("PTTL %v, want within (0, %v] (the lease and LeaseMargin)", pttl, lease+fairrw.LeaseMargin)
 	}
 	if err := waitDone(t, l, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
 		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
@@ -62,8 +62,8 @@ func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
 	alive(t, rw)
 	unlock(t, rw)
 	mutexHash(t, env, n, map[string]string{first.Owner(): "2"})
-	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease {
-		t.Fatalf("PTTL %v after %v, want within (0, %v]", pttl, 4*lease, lease)
+	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+fairrw.LeaseMargin {
+		t.Fatalf("PTTL %v after %v, want within (0, %v] (the lease and LeaseMargin)", pttl, 4*lease, lease+fairrw.LeaseMargin)
 	}
 	refusedMutex(t, env.client(t).Mutex(n))
 	unlock(t, second)

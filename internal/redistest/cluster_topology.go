@@ -105,15 +105,6 @@ func (v clusterView) owner(slot int) (clusterNode, bool) {
 	return clusterNode{}, false
 }
 
-func (v clusterView) byID(id string) (clusterNode, bool) {
-	for _, n := range v.nodes {
-		if n.id == id {
-			return n, true
-		}
-	}
-	return clusterNode{}, false
-}
-
 func (v clusterView) self() clusterNode {
 	for _, n := range v.nodes {
 		if n.myself {

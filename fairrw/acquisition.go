@@ -1,0 +1,358 @@
+package fairrw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// An acquisition is one acquire call (Lock, RLock, TryLock, TryRLock, or a
+// quorum's node attempt) from its first attempt to its outcome: a Lease, or
+// an error after which nothing of it stays held. It owns the whole path:
+// the attempts, the wait between them, the grant a release made on its
+// owner's behalf, and the give-back of an owner it cannot return.
+//
+// Its steps, in order (run):
+//  1. a first attempt; a Lock that may queue listens for releases first,
+//     when this Client already does, so that a grant made meanwhile is
+//     not missed;
+//  2. refused, TryLock returns ErrNotAcquired; Lock waits: it sleeps
+//     until a release's message, an invalidation or the refusal's bound,
+//     and tries again, or takes up the grant a release made to it;
+//  3. an owner that ends without a Lease (ctx ended, Close, an error, a
+//     grant answered after its lease ran out) is given back (giveBack):
+//     whatever of it Redis may keep is released, in the background once
+//     the caller has gone.
+type acquisition struct {
+	m        *RWMutex
+	mode     Mode
+	cfg      acquireConfig
+	wait     bool // Lock, RLock: queue and wait; TryLock, TryRLock: one attempt
+	attempts *int // counted for the acquire's span
+
+	o *owner  // the owner it acquires as; a new one after an outlasted grant
+	w *waiter // its place among the Client's waiters, once it has one
+	// refused is when the last attempt that Redis refused was sent, and
+	// refusedUs the server's clock then: a grant made on the owner's
+	// behalf came later, and has a greater token (zero: none yet).
+	refused   time.Time
+	refusedUs uint64
+}
+
+// attemptResult is one acquire attempt carried to a definite outcome.
+type attemptResult struct {
+	reply acquireReply
+	sent  time.Time // when the attempt was first sent: a grant's lease starts no earlier
+	// cover, when set, is how long from sent the grant is held at least
+	// (a grant made on the owner's behalf); otherwise the lease asked for.
+	cover time.Duration
+	woken wakeSource
+}
+
+// Backoff between retries of one attempt whose reply was lost.
+const (
+	minRetryBackoff = 5 * time.Millisecond
+	maxRetryBackoff = 500 * time.Millisecond
+)
+
+// errNoAnswer is an attempt that got no answer within the retry window:
+// its outcome is unknown (owner.unsure says so), and a copy of it may still
+// take the lock until the accept window ends.
+var errNoAnswer = errors.New("no answer from Redis")
+
+// errOutlasted is a grant answered after its lease ran out. The owner is
+// given back (which releases the grant); Lock tries again as a new owner,
+// TryLock and TryRLock return ErrNotAcquired.
+var errOutlasted = fmt.Errorf("%w: the grant was answered after its lease ran out", ErrNotAcquired)
+
+// acquire takes a first hold of mode for a new owner (see acquisition).
+func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, attempts *int) (*Lease, error) {
+	cfg, err := m.prepare(mode, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.c.enter(); err != nil {
+		return nil, err
+	}
+	defer m.c.leave()
+	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, attempts: attempts, o: m.newOwner()}
+	return a.run(ctx)
+}
+
+// run carries the acquisition to its outcome.
+func (a *acquisition) run(ctx context.Context) (*Lease, error) {
+	m := a.m
+	joined := false
+	if a.wait && m.policy.queued() {
+		a.w = m.c.waits.joinListening(&m.keys, m.policy, a.mode, a.o.id)
+		joined = a.w != nil
+	}
+	defer func() {
+		if a.w != nil {
+			m.c.waits.leave(a.w)
+		}
+	}()
+	got, err := a.first(ctx, joined)
+	if err != nil {
+		if a.o.unsure || a.o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
+			a.giveBack()
+		}
+		if errors.Is(err, errOutlasted) {
+			return nil, &notAcquiredError{name: m.keys.name, mode: a.mode, bound: time.Millisecond}
+		}
+		return nil, err
+	}
+	if m.c.isClosing() {
+		a.giveBack()
+		return nil, ErrClosed
+	}
+	return newLease(ctx, a.o, a.mode, a.cfg, got), nil
+}
+
+// first makes the first attempt and, refused, returns TryLock's refusal
+// or waits (Lock).
+func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, error) {
+	*a.attempts++
+	got, err := a.attempt(ctx, 0, a.wait, false)
+	if a.wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
+		// Lock goes on waiting: as a new owner after a grant that came too
+		// late, as the same one after an attempt that got no answer.
+		if errors.Is(err, errOutlasted) {
+			a.renew()
+		}
+		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
+	}
+	switch {
+	case err != nil || got.reply.granted:
+		return got, err
+	case !a.wait:
+		if a.o.unsure {
+			a.giveBack()
+		}
+		return got, &notAcquiredError{name: a.m.keys.name, mode: a.mode, bound: got.reply.wait}
+	}
+	if got.reply.refused {
+		a.refused, a.refusedUs = got.sent, got.reply.refusedUs
+	}
+	return a.waitFor(ctx, got.reply.wait, joined && got.reply.refused)
+}
+
+// waitFor blocks until a grant, ctx's end or Close. It joins the lock's
+// waiters first, unless it listened before its first attempt (listening:
+// no release since was missed, and the wait starts with a sleep), waits
+// for the subscription, then tries again on every wake-up, and in any
+// case no later than bound (the PTTL that the last refusal returned).
+// An attempt that got no answer is tried again as the same owner (a copy
+// of it that still takes the lock is then found by the next attempt); a
+// grant that came too late is given back, and the wait goes on as a new
+// owner.
+func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listening bool) (attemptResult, error) {
+	m := a.m
+	if a.w == nil {
+		a.w = m.c.waits.join(&m.keys, m.policy, a.mode, a.o.id)
+	}
+	m.tel.waiting(a.mode, 1)
+	defer m.tel.waiting(a.mode, -1)
+	if err := a.w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
+		return attemptResult{}, m.waitError(err)
+	}
+	if listening {
+		if err := a.w.sleep(ctx, m.retryBound(bound)); err != nil {
+			return attemptResult{}, m.waitError(err)
+		}
+	}
+	for {
+		got, ok := a.grantedBy()
+		if ok {
+			if time.Now().Before(got.sent.Add(got.cover)) {
+				return got, nil
+			}
+			// The grant's lease ran out before it was seen: give it back.
+			a.giveBack()
+			a.renew()
+		}
+		*a.attempts++
+		further := 0
+		if a.takesUp() {
+			further = -1
+		}
+		got, err := a.attempt(ctx, further, true, true)
+		switch {
+		case errors.Is(err, errOutlasted):
+			a.giveBack()
+			a.renew()
+			got.reply.wait = time.Millisecond
+		case errors.Is(err, errNoAnswer):
+			got.reply.wait = minRetryBackoff
+		case err != nil:
+			return got, err
+		case got.reply.granted:
+			got.woken = a.w.source
+			m.c.waits.granted(a.w)
+			return got, nil
+		case got.reply.refused:
+			a.refused, a.refusedUs = got.sent, got.reply.refusedUs
+		}
+		if err := a.w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
+			return attemptResult{}, m.waitError(err)
+		}
+	}
+}
+
+// renew goes on as a new owner, after the old one was given back.
+func (a *acquisition) renew() {
+	a.o = a.m.newOwner()
+	if a.w != nil {
+		a.m.c.waits.rename(a.w, a.o.id)
+	}
+	a.refused, a.refusedUs = time.Time{}, 0
+}
+
+// grantedBy returns the grant a release made to the owner, if one was
+// delivered, a refused attempt tells when it began at the earliest, and
+// the owner uses it as it is (see countsFromGrant). The hold then lasts
+// until its queue entry's deadline, which Redis counted from that
+// attempt's arrival: the Lease counts its lease from the attempt's send,
+// so its local deadline never passes the one Redis keeps. A grant whose
+// token is not above the server's clock at that refusal was made before
+// it: a message that stalled past a grant that has since run out, which
+// must not count.
+func (a *acquisition) grantedBy() (attemptResult, bool) {
+	token, by, ok := a.w.takeGrant()
+	if !ok || a.refused.IsZero() || token <= a.refusedUs || a.countsFromGrant() {
+		return attemptResult{}, false
+	}
+	return attemptResult{
+		reply: acquireReply{granted: true, token: token},
+		sent:  a.refused,
+		cover: a.cfg.lease,
+		woken: by,
+	}, true
+}
+
+// countsFromGrant reports whether a grant made on the owner's behalf must
+// be taken up by an attempt before it is returned: a lease of its own
+// (WithLease) is counted from the take-up, not from an earlier refusal,
+// so it is never shorter than asked, and Redis keeps it exactly that long;
+// with WithSyncReplicas, the take-up waits for the replicas as a direct
+// grant does (its WAIT covers the grant, written earlier). A watchdog
+// lease is renewed from its grant on, and is used as it is.
+func (a *acquisition) countsFromGrant() bool {
+	return a.cfg.explicit || a.m.c.syncReplicas > 0
+}
+
+// takesUp reports whether the next attempt takes up a grant delivered to
+// the owner (see countsFromGrant).
+func (a *acquisition) takesUp() bool {
+	if a.w == nil || !a.m.policy.queued() {
+		return false
+	}
+	_, _, ok := a.w.takeGrant()
+	return ok
+}
+
+// request describes an attempt of the acquisition.
+func (a *acquisition) request(further int, wait bool) acquireRequest {
+	c := a.m.c
+	return acquireRequest{
+		mode:         a.mode,
+		owner:        a.o.id,
+		lease:        a.cfg.lease,
+		queue:        c.leaseTime,
+		window:       c.acceptWindow(),
+		publish:      c.publish,
+		syncReplicas: c.syncReplicas,
+		syncTimeout:  c.syncTimeout,
+		notify:       a.cfg.notify,
+		further:      further,
+		wait:         wait,
+	}
+}
+
+// attempt runs one acquire attempt until its outcome is known. With wait,
+// a refused attempt queues the owner where the policy keeps a queue;
+// further > 0 takes a further hold (see acquireRequest), -1 takes up a
+// grant made on the owner's behalf. A failure whose outcome is unknown (a
+// lost reply, a broken connection) is retried with the same stamp for the
+// retry window, which the scripts make idempotent; after that, or when ctx
+// ends first, it returns an error and marks the owner unsure: the caller
+// must give it back unless it goes on acquiring as the same owner. A
+// failure that proves nothing was sent (no connection could be made)
+// leaves the owner as it was.
+//
+// A waiter's attempt (tracked) also arms client tracking on the lock key, in
+// the same round trip, so that the next change to it wakes the waiter.
+func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bool) (attemptResult, error) {
+	m, o := a.m, a.o
+	req := a.request(further, wait)
+	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
+	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
+	got := attemptResult{sent: time.Now()}
+	req.stamp = got.sent
+	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
+	defer cancel()
+	defer context.AfterFunc(m.c.halt, cancel)() // a Shutdown cut short stops it
+	backoff := minRetryBackoff
+	for {
+		if ctx.Err() != nil { // this try is not sent: it changes nothing
+			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+		}
+		reply, err := bounded(m.c, tctx, func(ctx context.Context) (acquireReply, error) {
+			return m.policy.acquire(ctx, m.c.rdb, &m.keys, &req)
+		})
+		if err == nil {
+			o.queued = o.queued || (wait && m.policy.queued() && !reply.granted)
+			return a.answered(got, reply, &req)
+		}
+		if !unsent(err) && !definite(err) { // a definite error changed nothing
+			o.unsure = true
+		}
+		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
+			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+		case m.c.isClosing():
+			return got, ErrClosed
+		case tctx.Err() != nil:
+			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
+		}
+		if err := sleepCtx(tctx, m.c.closing, backoff); err != nil && tctx.Err() == nil {
+			return got, m.waitError(err)
+		}
+		backoff = min(backoff*2, maxRetryBackoff)
+	}
+}
+
+// answered turns an attempt's reply into its outcome.
+func (a *acquisition) answered(got attemptResult, reply acquireReply, req *acquireRequest) (attemptResult, error) {
+	m := a.m
+	got.reply = reply
+	switch {
+	case reply.void:
+		if time.Since(got.sent) < m.c.retryWindow() {
+			// Redis found the attempt older than the accept window while
+			// this clock says it is younger than the retry window.
+			return got, fmt.Errorf("%w: %q: Redis's clock is ahead of this machine's by more than %v", ErrClockSkew, m.keys.name, m.c.acceptWindow()-m.c.retryWindow())
+		}
+		// It reached Redis too late and took nothing: a refusal.
+		got.reply = acquireReply{wait: time.Millisecond}
+	case reply.gone:
+		return got, fmt.Errorf("%w: %q: the owner's hold is gone from Redis", ErrNotHeld, m.keys.name)
+	case reply.granted && !time.Now().Before(got.sent.Add(req.lease)):
+		// The attempt outlasted its lease (rueidis retried it through an
+		// outage, a failover): the grant may have run out in Redis
+		// already, and a Lease from it would be born lost.
+		return got, errOutlasted
+	case reply.granted && req.syncReplicas > 0 && reply.replicas < req.syncReplicas:
+		// A failover now could lose the grant.
+		return got, fmt.Errorf("%w: %q: %d of %d replicas acknowledged within %v",
+			ErrNotReplicated, m.keys.name, reply.replicas, req.syncReplicas, req.syncTimeout)
+	}
+	return got, nil
+}
+
+// giveBack gives the acquisition's owner back (see RWMutex.giveBack).
+func (a *acquisition) giveBack() { a.m.giveBack(a.o, a.mode, a.cfg.lease) }
