@@ -21,6 +21,10 @@ import (
 // background.
 const cleanupGrace = 20 * time.Millisecond
 
+// followUpMaxBackoff bounds the pause between two background tries: once
+// Redis answers again, what was left is done within it.
+const followUpMaxBackoff = 250 * time.Millisecond
+
 // giveBack gives up owner o after an acquire of mode (asking for lease)
 // that ends without a Lease: cancelled, closed, failed, or granted too late
 // to be used. One release with the abandon flag marks the owner given up
@@ -70,7 +74,7 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 			if sleepCtx(ctx, nil, backoff) != nil {
 				return
 			}
-			backoff = min(backoff*2, time.Second)
+			backoff = min(backoff*2, followUpMaxBackoff)
 		}
 		c.tel.log.Warn("fairrw: not confirmed, and moot: what it would change has run out in Redis", "lock", m.keys.name, "what", what)
 	})

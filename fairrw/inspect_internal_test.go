@@ -44,7 +44,7 @@ func TestDescribe(t *testing.T) {
 				r := base()
 				r.stateType = "hash"
 				r.state = map[string]string{"policy": "writer-preferring", "writer": "c:1", "wcount": "2", "wdeadline": "1000500", "wtoken": "42", "seq": "3",
-					"q:c:3": "1000300:30000", "q:c:2": "1000100:20000", "q:c:4": "999999:30000", "future-field": "x"}
+					"q:c:3": "1000300:30005", "q:c:2": "1000100:20005", "q:c:4": "999999:30005", "future-field": "x"} // a waiter's lease is stored with LeaseMargin
 				r.readers = zset("c:9", 999_999, "c:1", 1_000_000)
 				r.queue = zset("c:2", 1, "c:3", 2, "c:4", 3, "c:5", 4) // c:4 dead, c:5 has no entry
 				r.fenceType, r.fence = "string", "41"

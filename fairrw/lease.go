@@ -246,13 +246,18 @@ func (l *Lease) releaseOnce(ctx context.Context, unreachableFails bool) (release
 }
 
 // followUp retries the release of a hold that Redis did not confirm, in
-// the background, until Redis answers or the hold has run out there (its
-// deadline, and the margin Redis keeps past it).
+// the background, until Redis answers or the hold has run out there: its
+// deadline and the margin Redis keeps past it, or, for a watchdog lease,
+// as long as a renewal sent before the Unlock may still reach Redis (the
+// accept window) and extend the hold by a lease.
 func (l *Lease) followUp() {
+	c := l.m.c
 	l.mu.Lock()
 	moot := l.deadline.Add(LeaseMargin)
+	if l.watchdog {
+		moot = later(moot, time.Now().Add(c.acceptWindow()+c.leaseTime+LeaseMargin))
+	}
 	l.mu.Unlock()
-	c := l.m.c
 	c.followUp(l.m, "release", moot, func(ctx context.Context) bool {
 		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
 		defer cancel()
@@ -369,6 +374,14 @@ func (l *Lease) Token() uint64 { return l.token }
 // written to Redis: one per acquire, shared by the further holds taken from
 // its Leases.
 func (l *Lease) Owner() string { return l.own.id }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
 
 // endedBefore is Unlock's answer for a lease that had already ended: lost
 // (err is why) or unlocked (err is nil).

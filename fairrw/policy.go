@@ -176,6 +176,9 @@ const (
 	releaseNotHeld   releaseResult = iota // nil: this owner held nothing
 	releaseStillHeld                      // 0: reentrant or shared holds remain
 	releaseFreed                          // 1: the hold was released
+	// releaseStale (-3): the copy reached Redis after its window and changed
+	// nothing; it must be sent again with a new stamp.
+	releaseStale
 )
 
 // parseAcquire reads every acquire script's reply: {1, token} granted,
@@ -226,6 +229,8 @@ func parseRelease(res rueidis.RedisResult) (releaseResult, error) {
 		return releaseNotHeld, redisError(err)
 	case n == 0:
 		return releaseStillHeld, nil
+	case n == -3:
+		return releaseStale, nil
 	case n < 0:
 		return releaseNotHeld, nil
 	default:

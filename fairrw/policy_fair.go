@@ -104,6 +104,8 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 		r.granted(grantee, uint64(token))
 	}
 	switch {
+	case n == -3:
+		return releaseStale, nil
 	case n < 0:
 		return releaseNotHeld, nil
 	case n == 0:

@@ -98,6 +98,9 @@ func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource
 			x.setBusy(true)
 		}
 	}()
+	for _, x := range w.waiters {
+		bound = x.napBound(bound) // shorter while a node's subscription is suspect
+	}
 	ctx, release := w.within(ctx)
 	defer release()
 	t := time.NewTimer(bound)

@@ -66,10 +66,22 @@ func (m *RWMutex) send(ctx context.Context, rc *releaseCall, unreachableFails bo
 	defer context.AfterFunc(m.c.halt, cancel)()
 	req := &rc.req
 	backoff := minRetryBackoff
+	restamped := false
 	for {
 		res, err := bounded(m.c, ctx, func(ctx context.Context) (releaseResult, error) {
 			return m.policy.release(ctx, m.c.rdb, &m.keys, req)
 		})
+		if err == nil && res == releaseStale {
+			// Redis refused a copy that reached it after its window (it
+			// was paused, or the copy stalled): nothing was changed, and
+			// any other copy of this stamp is refused too. Send it again
+			// with a new stamp, under the same request id.
+			if restamped && time.Since(req.stamp) < m.c.retryWindow() {
+				return res, fmt.Errorf("%w: %q: Redis's clock is ahead of this machine's by more than %v", ErrClockSkew, m.keys.name, m.c.acceptWindow())
+			}
+			req.stamp, restamped = time.Now(), true
+			continue
+		}
 		if err == nil {
 			if !rc.reached || req.abandon {
 				m.c.janitor.drop(m.policy.unlockLatch(&m.keys, req.request))

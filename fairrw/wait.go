@@ -39,7 +39,10 @@ type waitRegistry struct {
 	mu        sync.Mutex
 	groups    map[string]*waitGroup // by lockKeys.channel
 	byTracked map[string]*waitGroup // by lockKeys.tracked, where there is one
-	wg        sync.WaitGroup        // subscription loops
+	wg        sync.WaitGroup        // subscription loops and probers
+	// unsettledUntil: a subscription was lost lately, so a new one may be
+	// routed by a stale slot map too (see topology.go).
+	unsettledUntil time.Time
 }
 
 type waitGroup struct {
@@ -49,7 +52,15 @@ type waitGroup struct {
 	waiters   []*waiter  // FIFO
 	ready     chan struct{}
 	confirmed bool
+	ctx       context.Context // ends with the group
 	cancel    context.CancelFunc
+	// suspectSince: the subscription was lost since then, and no probe has
+	// come back yet; probes are the ones sent since, probing whether a
+	// prober runs, kick wakes it (see topology.go).
+	suspectSince time.Time
+	probes       []string
+	probing      bool
+	kick         chan struct{}
 }
 
 type waiter struct {
@@ -86,7 +97,7 @@ func (r *waitRegistry) joinLocked(k *lockKeys, p policyImpl, mode Mode, owner st
 	g := r.groups[k.channel]
 	if g == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		g = &waitGroup{registry: r, keys: k, policy: p, ready: make(chan struct{}), cancel: cancel}
+		g = &waitGroup{registry: r, keys: k, policy: p, ready: make(chan struct{}), ctx: ctx, cancel: cancel}
 		r.groups[k.channel] = g
 		if k.tracked != "" {
 			r.byTracked[k.tracked] = g
@@ -203,12 +214,15 @@ func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
 }
 
 // onMessage handles a message on a lock's channel: the lock's policy says
-// whom it lets in (policyImpl.signal).
+// whom it lets in (policyImpl.signal). A probe (see topology.go) lets no
+// one in.
 func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
-	sig := g.policy.signal(msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.applyLocked(g, sig, wakePubSub)
+	if r.probeEchoLocked(g, msg) {
+		return
+	}
+	r.applyLocked(g, g.policy.signal(msg), wakePubSub)
 }
 
 // deliver tells the waiter of owner on lock k, if it waits in this Client,
@@ -313,6 +327,9 @@ func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
 // onSubscription runs on every subscribe confirmation. The first one lets
 // the group's waiters retry; a later one means the subscription was lost and
 // re-made, and messages may have been missed meanwhile, so everyone retries.
+// Either may have been routed to a node that the lock's messages do not
+// reach yet: the group is then suspect until a probe comes back (see
+// topology.go).
 func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription) {
 	if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
 		return
@@ -322,9 +339,12 @@ func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription
 	if !g.confirmed {
 		g.confirmed = true
 		close(g.ready)
+		r.firstSubscriptionLocked(g)
 		return
 	}
 	r.wakeAllLocked(g, wakeResubscribe)
+	r.suspectLocked(g, false)
+	r.proveLocked(g)
 }
 
 // subscribe is the group's subscription loop. It re-subscribes whenever the
@@ -349,6 +369,8 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 		if ctx.Err() != nil {
 			break
 		}
+		// Messages are lost until it is made again, and maybe after.
+		r.lostSubscription(g, err != nil)
 		if err == nil { // the server ended the subscription: make it again at once
 			backoff = minRetryBackoff
 			continue
@@ -401,9 +423,11 @@ func (w *waiter) awaitSubscription(ctx context.Context, bound time.Duration) err
 	}
 }
 
-// sleep waits for a wake-up, at most bound. The waiter is idle meanwhile, so
+// sleep waits for a wake-up, at most bound (shortened while the group's
+// subscription is suspect: see napBound). The waiter is idle meanwhile, so
 // that a wake-up goes to it rather than being absorbed.
 func (w *waiter) sleep(ctx context.Context, bound time.Duration) error {
+	bound = w.napBound(bound)
 	w.setBusy(false)
 	t := time.NewTimer(bound)
 	defer t.Stop()

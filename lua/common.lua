@@ -13,10 +13,12 @@
 -- when the owner is being given up (its marker is then set for markerpx ms,
 -- so that no late copy of its attempts takes anything), and the release's
 -- stamp and window. Returns the first answer when the request is a retry
--- (-1 stands for nil), -1 when it is stale, and nil otherwise (the script
--- goes on). A give-up is never stale. reply(v) turns such an answer into
--- the script's reply (nil for -1); answer(latch, result, px) stores a
--- release's answer in its latch for a retry and returns its reply.
+-- (-1 stands for nil), -3 when it is stale (it changed nothing: its sender
+-- must send it again with a new stamp, not take it for "not held"), and
+-- nil otherwise (the script goes on). A give-up is never stale. reply(v)
+-- turns such an answer into the script's reply (nil for -1); answer(latch,
+-- result, px) stores a release's answer in its latch for a retry and
+-- returns its reply.
 --
 -- Invariant: tokens minted for one name strictly increase (see mint), a
 -- command older than its window changes nothing (see stale), and a retried
@@ -98,7 +100,7 @@ local function answered(latch, marker, abandon, markerpx, stamp, window)
   -- again, so it is right whenever it runs; a hold or queue entry written
   -- before Redis paused needs it after.
   if abandon ~= '1' and stale(stamp, window) then
-    return -1
+    return -3
   end
   if abandon == '1' then
     redis.call('set', marker, 1, 'px', markerpx)

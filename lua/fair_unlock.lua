@@ -20,7 +20,8 @@
 -- writer this release granted the lock to ("" and 0: none). A retry with
 -- the same request id returns the first call's result from the latch (and
 -- no grantee: the grant's message told it); a release (not a give-up) that
--- arrives too late changes nothing.
+-- arrives too late changes nothing and returns {-3, '', 0}: its sender
+-- sends it again with a new stamp.
 --
 -- Invariant: the owner's hold and its deadlines are exactly its live holds
 -- and the longest of them, so releasing one hold neither shortens another

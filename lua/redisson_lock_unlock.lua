@@ -20,7 +20,9 @@
 -- Returns nil when this owner holds nothing (Java raises
 -- IllegalMonitorStateException; nothing is published), 0 when a hold of
 -- the owner remains, 1 when the lock was freed. A retry with the same
--- request id returns the first call's answer from the latch.
+-- request id returns the first call's answer from the latch; a copy that
+-- arrives too late changes nothing and returns -3 (its sender sends it
+-- again with a new stamp).
 --
 -- Invariant: the owner's field counts exactly its live holds and the hash
 -- lives as long as the longest of them (Java sets the lease again, which can

@@ -27,7 +27,8 @@
 -- the owner or other holders remain), 1 when the owner's last hold of that
 -- mode went and the lock was freed or, for a write, turned into the owner's
 -- read lock (a downgrade). A retry with the same request id returns the
--- first call's answer from the latch.
+-- first call's answer from the latch; a copy that arrives too late changes
+-- nothing and returns -3 (its sender sends it again with a new stamp).
 --
 -- Invariant: the owner's fields count exactly its live holds, and each of
 -- those is covered: the hash lives as long as the longest hold of any owner

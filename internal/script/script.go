@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -145,17 +146,57 @@ func (s *Script) ExecSynced(ctx context.Context, c rueidis.Client, keys, args []
 	return res[0], acked, err
 }
 
-// ExecTracked runs the script like Exec, right behind CLIENT CACHING YES on
-// the same connection, in one round trip. Under OPTIN client tracking the
-// keys the script reads are then tracked for this connection: a later change
-// to them (or their expiry) comes back as an invalidation. Sending both in
-// one DoMulti keeps them in order on one connection, so the tracking is in
-// place before the script reads, with no extra round trip.
+// ExecTracked runs the script like Exec, with CLIENT CACHING YES before it
+// on the same connection, in one round trip: under OPTIN client tracking the
+// keys the script reads are then tracked for this connection, and a later
+// change to them (or their expiry) comes back as an invalidation.
+//
+// Both go in one MULTI ... EXEC, so that they stay together on one node: a
+// cluster client that follows a MOVED redirect (a failover, a migration)
+// resends a transaction as a whole, but would send a bare EVALSHA alone to
+// the new node, leaving CLIENT CACHING behind and the key untracked (and
+// the waiter unwoken by its change). Redis tracks every read of a
+// transaction that CLIENT CACHING YES precedes within it.
+//
+// An error queueing the script (a redirection not followed, TRYAGAIN) is
+// returned as the script's, as Exec would return it; one queueing CLIENT
+// CACHING (a server that refuses it in a transaction) makes it run the
+// script untracked with Exec.
 func (s *Script) ExecTracked(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	caching := func() rueidis.Completed { return c.B().ClientCaching().Yes().Build().Pin() }
-	res := c.DoMulti(ctx, caching(), s.command(c, false, keys, args))[1]
-	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
-		res = c.DoMulti(ctx, caching(), s.command(c, true, keys, args))[1]
+	res, ok := s.execTracked(ctx, c, false, keys, args)
+	if err, isRedis := rueidis.IsRedisErr(res.Error()); ok && isRedis && err.IsNoScript() {
+		res, ok = s.execTracked(ctx, c, true, keys, args)
+	}
+	if !ok {
+		return s.Exec(ctx, c, keys, args)
 	}
 	return res
+}
+
+// execTracked runs one tracked transaction of the script (EVALSHA, or with
+// eval EVAL). ok is false when CLIENT CACHING was refused and the script
+// did not run.
+func (s *Script) execTracked(ctx context.Context, c rueidis.Client, eval bool, keys, args []string) (res rueidis.RedisResult, ok bool) {
+	results := c.DoMulti(ctx,
+		c.B().Multi().Build().Pin(),
+		c.B().ClientCaching().Yes().Build().Pin(),
+		s.command(c, eval, keys, args),
+		c.B().Exec().Build().Pin())
+	if err := results[0].Error(); err != nil {
+		return results[0], true
+	}
+	if err := results[2].Error(); err != nil {
+		return results[2], true // not queued: the script did not run
+	}
+	if _, refused := rueidis.IsRedisErr(results[1].Error()); refused {
+		return results[1], false
+	}
+	replies, err := results[3].ToArray()
+	if err != nil {
+		return results[3], true
+	}
+	if len(replies) != 2 {
+		return rueidis.NewErrorResult(fmt.Errorf("script: %s: EXEC answered %d replies, want 2", s.name, len(replies))), true
+	}
+	return rueidis.NewResult(replies[1], nil), true
 }

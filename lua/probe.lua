@@ -1,0 +1,14 @@
+-- Publish a probe on a lock's channel, to learn whether a subscription made
+-- again after a topology change receives the lock's messages (see
+-- fairrw/topology.go).
+--
+-- KEYS[1] the lock's channel: declared as the key so that a cluster client
+--         routes the script to the slot's primary, where releases publish
+-- ARGV[1] the publish command: "publish" or "spublish"
+-- ARGV[2] the probe: a negative decimal number, which no policy publishes
+--
+-- Returns the number of subscribers the probe reached (as PUBLISH does).
+--
+-- Invariant: it writes no key; a duplicate probe is harmless, so a client
+-- may retry it.
+return redis.call(ARGV[1], KEYS[1], ARGV[2])
