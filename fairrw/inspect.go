@@ -116,7 +116,8 @@ var inspectScript = script.New("inspect", true)
 // of the lock's names returns an error wrapping ErrPolicyMismatch. An
 // invalid name returns ErrInvalidName before any command.
 //
-// Inspect changes nothing in Redis: no hold, expiry, queue entry or token
+// Inspect returns by ctx's deadline whatever Redis does. It changes
+// nothing in Redis: no hold, expiry, queue entry or token
 // is written, and it takes no lock, so the answer may be stale as soon as
 // it is returned (and staler from a replica, where a rueidis client set to
 // send read-only commands to replicas sends it).
@@ -135,7 +136,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	// between the two; after that (holds keep changing) reads whose lease
 	// keys were not read show the hash's time to live.
 	for attempt := 1; ; attempt++ {
-		raw, err := parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, append(slices.Clip(keys), leaseKeys...), nil))
+		readKeys := append(slices.Clip(keys), leaseKeys...)
+		raw, err := bounded(c, ctx, func(ctx context.Context) (*inspectRaw, error) {
+			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, readKeys, nil))
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -70,8 +70,10 @@ func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 }
 
 // ForceUnlock frees the lock whoever holds it, but only if it is held in
-// mode, and wakes its waiters; it returns ErrNotHeld otherwise. Holders are
-// not told at once: they learn it at their next renewal (or unlock).
+// mode, and lets in whoever is next exactly as a release would; it returns
+// ErrNotHeld otherwise. Holders are not told at once: they learn it at
+// their next renewal (or unlock). It returns by ctx's deadline; when ctx
+// ends first, the force-unlock may or may not have reached Redis.
 func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 	if m.err != nil {
 		return m.err
@@ -83,7 +85,9 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return err
 	}
 	defer m.c.leave()
-	freed, err := m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
+	freed, err := bounded(m.c, ctx, func(ctx context.Context) (bool, error) {
+		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
+	})
 	if err != nil {
 		return fmt.Errorf("fairrw: force unlock %q: %w", m.keys.name, err)
 	}
