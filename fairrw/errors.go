@@ -57,3 +57,18 @@ var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
 // clock is ahead of this machine's by more than the unlock timeout, which
 // the idempotence of retries assumes it is not (see WithUnlockTimeout).
 var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")
+
+// tagged is an error that reads once but matches several sentinels
+// (errors.Is): a message naming the lock and the cause, without the chain
+// of every wrapped error's text.
+type tagged struct {
+	msg  string
+	errs []error
+}
+
+func (e *tagged) Error() string   { return e.msg }
+func (e *tagged) Unwrap() []error { return e.errs }
+
+// tag returns an error with message msg (which should name the lock and
+// the cause) that errors.Is matches against each of errs.
+func tag(msg string, errs ...error) error { return &tagged{msg: msg, errs: errs} }

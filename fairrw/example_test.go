@@ -375,3 +375,27 @@ func ExampleWithTracerProvider() {
 	// fairrw.Unlock fairrw.lock.name=cart:7 fairrw.lock.mode=write (in checkout)
 	// checkout
 }
+
+func ExampleWithURL() {
+	redis, err := fairrwtest.Start() // an in-process Redis for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	// In production: fairrw.WithURL("rediss://user:password@redis.internal:6379/0").
+	// (This test server speaks RESP2 without client tracking.)
+	c, err := fairrw.New(fairrw.WithURL("redis://" + redis.Addr() + "?protocol=2&client_cache=0"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.RWMutex("invoices:2026-11").Lock(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("locked:", l.Mode())
+	if err := l.Unlock(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// Output: locked: write
+}

@@ -47,7 +47,7 @@ func (l *Lease) tracedFurther(ctx context.Context, op string, mode Mode, opts []
 func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*Lease, error) {
 	m := l.m
 	if mode == Write && l.mode == Read {
-		return nil, fmt.Errorf("%w: %w: %q: this owner holds a read, and a read is never upgraded to the write", ErrUpgrade, ErrNotAcquired, l.Name())
+		return nil, tag(fmt.Sprintf("fairrw: %q: a read is never upgraded to the write (unlock the read, then Lock the handle)", l.Name()), ErrUpgrade, ErrNotAcquired)
 	}
 	if mode == Read && m.policy.name() == mutexPolicyName {
 		return nil, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)

@@ -130,9 +130,35 @@ func (l *Lease) Deadline() time.Time {
 // (WithUnlockTimeout), and leaves any further tries to the background.
 //
 // The owner's other Leases keep their holds; once the last of them is
-// unlocked, the owner holds nothing.
+// unlocked, the owner holds nothing. Unlock of a nil Lease (the result of
+// an acquire that failed) returns ErrNotHeld, and sends nothing.
 func (l *Lease) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLease
+	}
 	return l.unlockAs(ctx, false)
+}
+
+// errNilLease is Unlock's answer for a nil Lease.
+var errNilLease = fmt.Errorf("%w: Unlock of a nil Lease (its acquire failed)", ErrNotHeld)
+
+// Guard returns a context derived from ctx (its values, deadline and
+// trace) that is also cancelled when the lease ends, with the lease's end
+// as its cause (see Context), and the function that releases it. Pass it
+// to the work the lock guards: the work then stops when the request or the
+// lock ends, whichever comes first. It starts no goroutine.
+func (l *Lease) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
+	return guard(ctx, l.Context())
+}
+
+// guard joins ctx with a lease's Context (see Lease.Guard).
+func guard(ctx, lease context.Context) (context.Context, context.CancelFunc) {
+	joined, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lease, func() { cancel(context.Cause(lease)) })
+	return joined, func() {
+		stop()
+		cancel(context.Canceled)
+	}
 }
 
 // unlockAs is Unlock; with unreachableFails, a release that cannot connect
@@ -146,7 +172,11 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 		if ended {
 			// Closing ended the lease (or it ended before): ErrNotHeld, as
 			// for any lease unlocked before or lost, beside ErrClosed.
-			return fmt.Errorf("%w: %w", err, endedBefore(l.Name(), lost))
+			errs := []error{ErrClosed, ErrNotHeld}
+			if lost != nil {
+				errs = append(errs, lost)
+			}
+			return tag(fmt.Sprintf("fairrw: unlock %q: the client closed, and the lease had ended", l.Name()), errs...)
 		}
 		return err
 	}

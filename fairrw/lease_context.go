@@ -17,11 +17,7 @@ import "context"
 // of the acquire does not cancel it, since that often bounds only the wait.
 // It is one value per lease, the same on every call, and its Done channel is
 // the lease's Done channel; it starts no goroutine. To stop work when either
-// a request or the lease ends, join the two:
-//
-//	ctx, cancel := context.WithCancelCause(reqCtx)
-//	defer cancel(nil)
-//	defer context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })()
+// a request or the lease ends, use Guard.
 func (l *Lease) Context() context.Context { return l.ends.ctx }
 
 // Context returns a context that is cancelled when the quorum lease ends,
@@ -29,6 +25,12 @@ func (l *Lease) Context() context.Context { return l.ends.ctx }
 // successful Unlock) as the cause; see Lease.Context, whose guarantees it
 // shares.
 func (l *QuorumLease) Context() context.Context { return l.ends.ctx }
+
+// Guard returns a context derived from ctx that is also cancelled when the
+// quorum lease ends, as Lease.Guard does.
+func (l *QuorumLease) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
+	return guard(ctx, l.Context())
+}
 
 // endContext is the Context of a lease, made with the lease. Its Done
 // channel is the lease's Done channel, so that nobody can see one ended and

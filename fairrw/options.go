@@ -1,9 +1,10 @@
 package fairrw
 
 import (
-	"log/slog"
-
+	"errors"
 	"fmt"
+	"log/slog"
+	neturl "net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -81,6 +82,26 @@ func WithClient(c rueidis.Client) Option {
 	})
 }
 
+// WithURL makes the Client build its own rueidis client from a Redis URL,
+// as WithClientOption does: redis://[user:password@]host:port[/db],
+// rediss:// for TLS, or unix:///path, with the query options rueidis.ParseURL
+// reads (addr for more seed addresses, master_set for Sentinel, dial_timeout
+// and so on). A URL that does not parse returns an error wrapping
+// ErrInvalidOption, which never includes the password; nothing is sent.
+func WithURL(url string) Option {
+	return optionFunc(func(cfg *config) error {
+		opt, err := rueidis.ParseURL(url)
+		if err != nil {
+			var uerr *neturl.Error
+			if errors.As(err, &uerr) {
+				err = uerr.Err // its URL may carry a password
+			}
+			return fmt.Errorf("%w: WithURL: %v", ErrInvalidOption, err)
+		}
+		return WithClientOption(opt).apply(cfg)
+	})
+}
+
 // WithClientOption makes the Client build its own rueidis client from opt,
 // which it closes on Close. Unless opt.DisableCache or opt.AlwaysRESP2 is
 // set, fairrw installs an invalidation hook and has the Redisson policy's
@@ -96,6 +117,9 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 		}
 		if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
 			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
+		}
+		if cfg.clientOption != nil {
+			return fmt.Errorf("%w: give one of WithClientOption and WithURL, once", ErrInvalidOption)
 		}
 		cfg.clientOption = &opt
 		return nil

@@ -2,6 +2,7 @@ package fairrw_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,22 @@ func TestNewValidatesOptions(t *testing.T) {
 func TestModeString(t *testing.T) {
 	if fairrw.Read.String() != "read" || fairrw.Write.String() != "write" || fairrw.Mode(0).String() != "invalid" {
 		t.Fatal("Mode.String")
+	}
+}
+
+// TestWithURL: a URL becomes the rueidis client's options; one that does not
+// parse is refused before anything is sent, without its password.
+func TestWithURL(t *testing.T) {
+	for _, bad := range []string{"http://h:6379", "redis://user:s3cret@h:6379/notadb", "redis://user:s3cret@[::1"} {
+		_, err := fairrw.New(fairrw.WithURL(bad))
+		if !errors.Is(err, fairrw.ErrInvalidOption) {
+			t.Fatalf("New(WithURL(%q)) = %v, want ErrInvalidOption", bad, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("the error shows the password: %v", err)
+		}
+	}
+	if _, err := fairrw.New(fairrw.WithURL("redis://127.0.0.1:1"), fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"x:1"}})); !errors.Is(err, fairrw.ErrInvalidOption) {
+		t.Fatalf("WithURL beside WithClientOption: %v, want ErrInvalidOption", err)
 	}
 }

@@ -113,7 +113,12 @@ func (l *QuorumLease) deadline() time.Time {
 // node's release goes on in the background, as Lease.Unlock's does), and
 // ErrNotHeld if the lease was unlocked before or lost, or fewer than a
 // majority still had it.
+//
+// Unlock of a nil QuorumLease returns ErrNotHeld, and sends nothing.
 func (l *QuorumLease) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLease
+	}
 	l.mu.Lock()
 	if l.state != leaseHeld {
 		err := l.err
