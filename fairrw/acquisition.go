@@ -76,6 +76,9 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		return nil, err
 	}
 	defer m.c.leave()
+	if err := m.c.await(ctx, m.keys.name); err != nil {
+		return nil, err
+	}
 	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, attempts: attempts, o: m.newOwner()}
 	return a.run(ctx)
 }

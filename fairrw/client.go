@@ -67,15 +67,22 @@ type Client struct {
 	halt     context.Context
 	stopHalt context.CancelFunc
 
+	// conn is the first connection being made in the background, when New
+	// could not make it (nil: New connected; see connect.go).
+	conn *connector
+
 	waits      *waitRegistry
 	renewer    *renewer
 	janitor    *janitor
 	background *tasks // work left by calls whose caller has gone (background.go)
 }
 
-// New returns a Client. It needs WithClient or WithClientOption; every other
-// option has a default. Invalid options return an error wrapping
-// ErrInvalidOption, and nothing is sent to Redis.
+// New returns a Client. It needs WithClient, WithClientOption or WithURL;
+// every other option has a default. Invalid options return an error
+// wrapping ErrInvalidOption, and nothing is sent to Redis. When Redis
+// cannot be reached (it is starting, say), New still returns a usable
+// Client, which connects in the background: calls wait within their ctx
+// for it and fail with ErrUnavailable, and Ping tells when it is up.
 func New(opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -87,7 +94,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	if (cfg.client == nil) == (cfg.clientOption == nil) {
-		return nil, fmt.Errorf("%w: give exactly one of WithClient and WithClientOption", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: give exactly one of WithClient, WithClientOption and WithURL", ErrInvalidOption)
 	}
 	tracer, meter, logger := orGlobalTracer(cfg.tracer), orGlobalMeter(cfg.meter), orSilent(cfg.logger)
 	tel, err := newTelemetry(tracer, meter, logger, cfg.policy.String())
@@ -116,7 +123,9 @@ func New(opts ...Option) (*Client, error) {
 	c.waits = newWaitRegistry(c)
 	c.background = newTasks()
 	if cfg.client != nil {
-		c.rdb = cfg.client
+		if err := c.use(cfg.client, cfg.publish); err != nil {
+			return nil, err
+		}
 	} else {
 		opt := *cfg.clientOption
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
@@ -126,29 +135,11 @@ func New(opts ...Option) (*Client, error) {
 			opt.OnInvalidations = c.waits.onInvalidations
 			c.tracking = true
 		}
-		rdb, err := rueidis.NewClient(opt)
-		if errors.Is(err, rueidis.ErrNoCache) {
-			// Said here because the first place users meet it is an
-			// in-process test server, or a managed Redis.
-			return nil, fmt.Errorf("fairrw: connect: %w (a server without client tracking or RESP3, such as miniredis "+
-				"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", err)
+		if err := c.connect(opt, cfg.publish); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("fairrw: connect: %w", err)
-		}
-		c.rdb, c.ownsRedis = rdb, true
 	}
-	publish, err := resolvePublish(c.rdb, cfg.publish)
-	if err != nil {
-		if c.ownsRedis {
-			c.rdb.Close()
-		}
-		return nil, err
-	}
-	c.publish = publish
-	c.cluster = c.rdb.Mode() == rueidis.ClientModeCluster
 	c.renewer = newRenewer(c)
-	c.janitor = newJanitor(c.rdb, c.halt)
 	return c, nil
 }
 
@@ -263,11 +254,14 @@ func (c *Client) beginClose(graceful bool) bool {
 // closes when it is done.
 func (c *Client) finishClose(ctx context.Context) {
 	c.ops.Wait()
+	c.stopConnecting()
 	c.background.close()
 	c.renewer.close()
 	c.waits.close()
-	c.janitor.close()
-	if !c.ownsRedis {
+	if c.janitor != nil { // nil: never connected
+		c.janitor.close()
+	}
+	if !c.ownsRedis || c.rdb == nil {
 		c.stopHalt()
 		close(c.finished)
 		return

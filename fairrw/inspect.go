@@ -129,6 +129,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 		return nil, err
 	}
 	defer c.leave()
+	if err := c.await(ctx, name); err != nil {
+		return nil, err
+	}
 	keys := inspectKeys(name)
 	var leaseKeys []string
 	// A Redisson read's lease keys are named in the hash: the first call

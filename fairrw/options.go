@@ -118,10 +118,7 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 		if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
 			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
 		}
-		if cfg.clientOption != nil {
-			return fmt.Errorf("%w: give one of WithClientOption and WithURL, once", ErrInvalidOption)
-		}
-		cfg.clientOption = &opt
+		cfg.clientOption = &opt // the last of WithClientOption and WithURL counts
 		return nil
 	})
 }

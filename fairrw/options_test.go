@@ -63,7 +63,4 @@ func TestWithURL(t *testing.T) {
 			t.Fatalf("the error shows the password: %v", err)
 		}
 	}
-	if _, err := fairrw.New(fairrw.WithURL("redis://127.0.0.1:1"), fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"x:1"}})); !errors.Is(err, fairrw.ErrInvalidOption) {
-		t.Fatalf("WithURL beside WithClientOption: %v, want ErrInvalidOption", err)
-	}
 }

@@ -85,6 +85,9 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return err
 	}
 	defer m.c.leave()
+	if err := m.c.await(ctx, m.keys.name); err != nil {
+		return err
+	}
 	freed, err := bounded(m.c, ctx, func(ctx context.Context) (bool, error) {
 		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
 	})

@@ -1,0 +1,62 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// TestNewWhileRedisDown: New returns a usable Client while Redis is down
+// (a pod that starts before Redis); calls wait within their ctx and fail
+// with ErrUnavailable naming the address; Ping says the same; once Redis
+// is up, the same Client's first Lock succeeds.
+func TestNewWhileRedisDown(t *testing.T) {
+	r := redistest.StartProcess(t)
+	r.Stop(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			c := newClient(t, r, tr)
+			short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := c.RWMutex("down:" + tr.name).Lock(short)
+			if !errors.Is(err, fairrw.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock with Redis down: %v, want ErrUnavailable and the ctx's error", err)
+			}
+			if !strings.Contains(err.Error(), r.Addr) {
+				t.Fatalf("the error does not name the address %s: %v", r.Addr, err)
+			}
+			if late := time.Since(start) - 200*time.Millisecond; late > time.Second {
+				t.Fatalf("Lock returned %v after its deadline", late)
+			}
+			pctx, pcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer pcancel()
+			if err := c.Ping(pctx); !errors.Is(err, fairrw.ErrUnavailable) {
+				t.Fatalf("Ping with Redis down: %v, want ErrUnavailable", err)
+			}
+		})
+	}
+	clients := make([]*fairrw.Client, len(transports))
+	for i, tr := range transports {
+		clients[i] = newClient(t, r, tr)
+	}
+	r.Restart(t)
+	for i, tr := range transports {
+		c := clients[i]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.Ping(ctx); err != nil {
+			t.Fatalf("%s: Ping once Redis is up: %v", tr.name, err)
+		}
+		l, err := c.RWMutex("up:"+tr.name).Lock(ctx)
+		if err != nil {
+			t.Fatalf("%s: Lock once Redis is up: %v", tr.name, err)
+		}
+		mustUnlock(t, l)
+		cancel()
+	}
+}
