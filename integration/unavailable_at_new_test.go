@@ -52,7 +52,7 @@ func TestNewWhileRedisDown(t *testing.T) {
 		if err := c.Ping(ctx); err != nil {
 			t.Fatalf("%s: Ping once Redis is up: %v", tr.name, err)
 		}
-		l, err := c.RWMutex("up:"+tr.name).Lock(ctx)
+		l, err := c.RWMutex("up:" + tr.name).Lock(ctx)
 		if err != nil {
 			t.Fatalf("%s: Lock once Redis is up: %v", tr.name, err)
 		}
