@@ -176,11 +176,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 			a.renew()
 		}
 		*a.attempts++
-		further := 0
-		if a.takesUp() {
-			further = -1
-		}
-		got, err := a.attempt(ctx, further, true, true)
+		got, err := a.attempt(ctx, 0, true, true)
 		switch {
 		case errors.Is(err, errOutlasted):
 			a.giveBack()
@@ -245,16 +241,6 @@ func (a *acquisition) countsFromGrant() bool {
 	return a.cfg.explicit || a.m.c.syncReplicas > 0
 }
 
-// takesUp reports whether the next attempt takes up a grant delivered to
-// the owner (see countsFromGrant).
-func (a *acquisition) takesUp() bool {
-	if a.w == nil || !a.m.policy.queued() {
-		return false
-	}
-	_, _, ok := a.w.takeGrant()
-	return ok
-}
-
 // request describes an attempt of the acquisition.
 func (a *acquisition) request(further int, wait bool) acquireRequest {
 	c := a.m.c
@@ -275,8 +261,8 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 
 // attempt runs one acquire attempt until its outcome is known. With wait,
 // a refused attempt queues the owner where the policy keeps a queue;
-// further > 0 takes a further hold (see acquireRequest), -1 takes up a
-// grant made on the owner's behalf. A failure whose outcome is unknown (a
+// further > 0 takes a further hold (see acquireRequest); a first hold that
+// finds a grant made on the owner's behalf takes it up. A failure whose outcome is unknown (a
 // lost reply, a broken connection) is retried with the same stamp for the
 // retry window, which the scripts make idempotent; after that, or when ctx
 // ends first, it returns an error and marks the owner unsure: the caller

@@ -38,6 +38,7 @@ type confGen struct {
 	client  *fairrw.Client   // RWMutex and Mutex targets
 	nodes   []*fairrw.Client // quorum target
 	quorum  *fairrw.Quorum
+	synced  bool                         // its Client acquires under WithSyncReplicas
 	rw      map[string][]*fairrw.RWMutex // shared handles, by name
 	mx      map[string][]*fairrw.Mutex
 	qrw     map[string][]*fairrw.QuorumRWMutex
@@ -54,7 +55,8 @@ type confGen struct {
 type confSlot struct {
 	bases []rueidis.ClientOption // one per node (through the slot's proxies)
 	tr    transport
-	cur   *confGen // guarded by confEnv.slotMu
+	opts  []fairrw.Option // the slot's own options (WithSyncReplicas), after the common ones
+	cur   *confGen        // guarded by confEnv.slotMu
 }
 
 // confHandlesPerGen is how many shared handles of each name a generation has.
@@ -69,13 +71,13 @@ func (e *confEnv) gen(i int) *confGen {
 
 // dial makes a Client over base, retrying a little: a replacement may be
 // made while the slot's proxy stalls.
-func (e *confEnv) dial(base rueidis.ClientOption, tr transport) (*fairrw.Client, error) {
+func (e *confEnv) dial(base rueidis.ClientOption, tr transport, extra []fairrw.Option) (*fairrw.Client, error) {
 	opt := base
 	tr.mutate(&opt)
 	var err error
 	for range 5 {
 		var c *fairrw.Client
-		c, err = fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, e.opts...)...)
+		c, err = fairrw.New(append(append([]fairrw.Option{fairrw.WithClientOption(opt)}, e.opts...), extra...)...)
 		if err == nil {
 			e.slotMu.Lock()
 			e.closers = append(e.closers, c.Close)
@@ -94,13 +96,13 @@ func (e *confEnv) newGen(i, n int) (*confGen, error) {
 	if e.tg.kind == confQuorumKind {
 		prefix = "q"
 	}
-	g := &confGen{slot: i, n: n, label: fmt.Sprintf("%s%d", prefix, i),
+	g := &confGen{slot: i, n: n, label: fmt.Sprintf("%s%d", prefix, i), synced: len(s.opts) > 0,
 		rw: map[string][]*fairrw.RWMutex{}, mx: map[string][]*fairrw.Mutex{}, qrw: map[string][]*fairrw.QuorumRWMutex{}}
 	if n > 0 {
 		g.label += fmt.Sprintf("#%d", n+1)
 	}
 	for _, b := range s.bases {
-		c, err := e.dial(b, s.tr)
+		c, err := e.dial(b, s.tr, s.opts)
 		if err != nil {
 			for _, c := range g.nodes {
 				_ = c.Close()
@@ -183,7 +185,7 @@ func (e *confEnv) stopper(ctx context.Context, rng *rand.Rand) {
 		if !abrupt {
 			graceful++
 		}
-		e.stopAndReplace(e.pickStopSlot(rng), !abrupt)
+		e.stopAndReplace(rng, e.pickStopSlot(rng), !abrupt)
 		next = time.Now().Add(1500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
 	}
 }
@@ -206,15 +208,23 @@ func (e *confEnv) pickStopSlot(rng *rand.Rand) int {
 
 // stopAndReplace shuts slot i's generation down (gracefully or not),
 // hands the outcome to the oracle and puts a new generation in the slot.
-func (e *confEnv) stopAndReplace(i int, graceful bool) {
+// One Shutdown in five has a short deadline (10-400ms), which it must
+// return by, whatever it has left to release.
+func (e *confEnv) stopAndReplace(rng *rand.Rand, i int, graceful bool) {
 	g := e.gen(i)
+	timeout, short := confShutdownTimeout, ""
+	if graceful && rng.IntN(100) < 20 {
+		timeout = 10*time.Millisecond + time.Duration(rng.Int64N(int64(390*time.Millisecond)))
+		short = fmt.Sprintf(" (deadline %v)", timeout.Round(time.Millisecond))
+	}
 	e.o.stopBegins(g, graceful)
 	began := time.Now()
 	var err error
 	if graceful {
-		ctx, cancel := context.WithTimeout(context.Background(), confShutdownTimeout)
-		err = confEach(g.nodes, func(c *fairrw.Client) error { return c.Shutdown(ctx) })
-		cancel()
+		cc := e.deadlineCtx(context.Background(), timeout)
+		err = confEach(g.nodes, func(c *fairrw.Client) error { return c.Shutdown(cc.ctx) })
+		e.o.callReturned("Shutdown", cc, began, time.Now(), err, g.label+" Shutdown"+short)
+		cc.cancel()
 	} else {
 		err = confEach(g.nodes, (*fairrw.Client).Close)
 	}

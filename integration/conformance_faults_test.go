@@ -46,6 +46,10 @@ type confFaults struct {
 	admins  []rueidis.Client
 	proxies []*confProxy
 	pauses  bool // may pause servers (one at a time)
+	// replica, when set, replicates server 0 for the Clients under
+	// WithSyncReplicas; a "replica-cut" pauses it (SIGSTOP), so that no
+	// acknowledgement comes until it resumes.
+	replica *redistest.Redis
 
 	mu      sync.Mutex
 	hist    []*confFault
@@ -53,12 +57,89 @@ type confFaults struct {
 	lastEnd time.Time
 	paused  int // servers paused now
 	async   sync.WaitGroup
+	cuts    []*confCut // the replica's pauses, guarded by mu
+	cutNow  bool       // the replica is paused
 }
 
-func (f *confFaults) begin(kind, target, detail string) *confFault {
+// confCut is one pause of the replica: from start (SIGSTOP sent, and a
+// margin for it to take effect) to end (just before SIGCONT; zero while it
+// lasts), no acknowledgement can come from it.
+type confCut struct {
+	start, end time.Time
+}
+
+// cutsCopy returns the replica's pauses so far (end zero: in progress).
+func (f *confFaults) cutsCopy() []confCut {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.beginLocked(kind, target, detail)
+	out := make([]confCut, len(f.cuts))
+	for i, c := range f.cuts {
+		out[i] = *c
+	}
+	return out
+}
+
+// overlaps reports whether a fault of one of kinds (any kind when none is
+// given) was in progress at some moment of [from, to]; a fault still in
+// progress counts from its start on.
+func (f *confFaults) overlaps(from, to time.Time, kinds ...string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, x := range f.hist {
+		if x.start.After(to) || (!x.end.IsZero() && x.end.Before(from)) {
+			continue
+		}
+		if len(kinds) == 0 {
+			return true
+		}
+		for _, k := range kinds {
+			if x.kind == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firedWithin reports whether a fault was in progress at some moment of
+// [from, to], counting an armed drop only from shortly before it was seen
+// to fire (an armed drop changes nothing until then), and not at all
+// while it has not.
+func (f *confFaults) firedWithin(from, to time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, x := range f.hist {
+		start := x.start
+		if x.kind == "drop-reply" {
+			if x.end.IsZero() {
+				continue
+			}
+			start = x.end.Add(-100 * time.Millisecond)
+		}
+		if start.After(to) || (!x.end.IsZero() && x.end.Before(from)) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// lastEndOverlapping returns the latest end of the faults in progress at
+// some moment of [from, to], and whether one of them is still in progress.
+func (f *confFaults) lastEndOverlapping(from, to time.Time) (end time.Time, ongoing bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, x := range f.hist {
+		if x.start.After(to) || (!x.end.IsZero() && x.end.Before(from)) {
+			continue
+		}
+		if x.end.IsZero() {
+			ongoing = true
+		} else if x.end.After(end) {
+			end = x.end
+		}
+	}
+	return end, ongoing
 }
 
 func (f *confFaults) beginLocked(kind, target, detail string) *confFault {
@@ -66,12 +147,6 @@ func (f *confFaults) beginLocked(kind, target, detail string) *confFault {
 	f.hist = append(f.hist, x)
 	f.counts[kind]++
 	return x
-}
-
-func (f *confFaults) finish(x *confFault) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.finishLocked(x)
 }
 
 func (f *confFaults) finishLocked(x *confFault) {
@@ -187,7 +262,10 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 		choices = append(choices, choice{"drop-reply", 30}, choice{"stall", 16}, choice{"reset", 14}, choice{"late-copy", 20})
 	}
 	if f.pauses {
-		choices = append(choices, choice{"pause", 12})
+		choices = append(choices, choice{"pause", 10}, choice{"freeze", 14})
+	}
+	if f.replica != nil {
+		choices = append(choices, choice{"replica-cut", 24})
 	}
 	total := 0
 	for _, c := range choices {
@@ -253,13 +331,43 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 		x := f.beginLocked(kind, p.label, "every connection reset")
 		p.p.Reset()
 		f.finishLocked(x)
-	case "pause":
+	case "replica-cut":
+		// The replica stops acknowledging: a grant under WithSyncReplicas
+		// made meanwhile must fail with ErrNotReplicated.
+		if f.cutNow {
+			return
+		}
+		d := 150*time.Millisecond + time.Duration(rng.Int64N(int64(550*time.Millisecond)))
+		x := f.beginLocked(kind, "replica", fmt.Sprintf("SIGSTOP for %v", d.Round(time.Millisecond)))
+		f.cutNow = true
+		f.replica.Pause(f.tb)
+		// SIGSTOP takes effect at once but is delivered asynchronously: the
+		// cut counts from a little later.
+		c := &confCut{start: time.Now().Add(10 * time.Millisecond)}
+		f.cuts = append(f.cuts, c)
+		f.async.Add(1)
+		go func() {
+			defer f.async.Done()
+			time.Sleep(d)
+			f.mu.Lock()
+			c.end = time.Now()
+			f.replica.Resume(f.tb)
+			f.cutNow = false
+			f.finishLocked(x)
+			f.mu.Unlock()
+		}()
+	case "pause", "freeze":
+		// A pause outlasts the unlock timeout; a freeze is a few hundred
+		// ms, during which calls with a deadline must still return on time.
 		if f.paused > 0 {
 			return
 		}
 		i := rng.IntN(len(f.servers))
 		d := 400*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond)))
-		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), fmt.Sprintf("SIGSTOP for %v (> unlock timeout %v)", d.Round(time.Millisecond), confUnlockTimeout))
+		if kind == "freeze" {
+			d = 150*time.Millisecond + time.Duration(rng.Int64N(int64(300*time.Millisecond)))
+		}
+		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), fmt.Sprintf("SIGSTOP for %v (unlock timeout %v)", d.Round(time.Millisecond), confUnlockTimeout))
 		f.paused++
 		f.servers[i].Pause(f.tb)
 		f.async.Add(1)

@@ -125,12 +125,29 @@ type confInspectWrite struct {
 func (e *confEnv) inspect(rng *rand.Rand, name string) {
 	gen := e.gen(rng.IntN(len(e.slots)))
 	c := gen.nodes[rng.IntN(len(gen.nodes))]
-	ctx, cancel := context.WithTimeout(e.runCtx, 3*time.Second)
-	defer cancel()
+	cc := e.shortOr(rng, e.runCtx, 30, time.Millisecond, 60*time.Millisecond, 3*time.Second)
+	defer cc.cancel()
+	before := e.o.deadlinesOf(name)
 	t0 := time.Now()
-	info, err := c.Inspect(ctx, name)
+	info, err := c.Inspect(cc.ctx, name)
 	t1 := time.Now()
-	e.o.inspected(name, gen.quorum != nil, e.inspectPolicies(), t0, t1, info, err)
+	e.o.callReturned("Inspect", cc, t0, t1, err, fmt.Sprintf("%s Inspect(%s%s)", gen.label, name, cc.desc))
+	fair := e.tg.kind == confRWKind && e.tg.policy.String() != "redisson"
+	e.o.inspected(name, gen.quorum != nil, e.inspectPolicies(), t0, t1, info, err, before, fair)
+}
+
+// deadlinesOf reads the Deadline of every live lease of name: read before
+// an Inspect, each is at most what Redis keeps (less LeaseMargin) when the
+// Inspect reads it (a renewal confirmed later may have moved it since).
+func (o *confOracle) deadlinesOf(name string) map[*confHold]time.Time {
+	o.mu.Lock()
+	live := append([]*confHold(nil), o.live[name]...)
+	o.mu.Unlock()
+	out := make(map[*confHold]time.Time, len(live))
+	for _, h := range live {
+		out[h] = h.lease.Deadline()
+	}
+	return out
 }
 
 // inspectPolicies are the policies Inspect may report for a name of the
@@ -150,7 +167,12 @@ func (e *confEnv) inspectPolicies() []string {
 // never with another owner's reader; the target's policy; a token no older
 // than the writes granted before; and every lease believed held throughout
 // (no Unlock begun, its Client not stopping) among the holders.
-func (o *confOracle) inspected(name string, node bool, policies []string, t0, t1 time.Time, info *fairrw.LockInfo, err error) {
+//
+// Of each lease believed held throughout, Redis must keep the hold at
+// least LeaseMargin past its Deadline as read before the Inspect (before),
+// and, for a single WithLease hold of a fair policy (fair), no longer than
+// its lease and the margin after its call returned (checkKeptLocked).
+func (o *confOracle) inspected(name string, node bool, policies []string, t0, t1 time.Time, info *fairrw.LockInfo, err error, before map[*confHold]time.Time, fair bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats["inspects -> "+confErrKind(err)]++
@@ -210,7 +232,12 @@ func (o *confOracle) inspected(name string, node bool, policies []string, t0, t1
 		}
 		found := false
 		for _, x := range info.Holders {
-			found = found || (x.Owner == h.wire && x.Mode == h.mode)
+			if x.Owner == h.wire && x.Mode == h.mode {
+				found = true
+				if d, ok := before[h]; ok {
+					o.checkKeptLocked(h, x, info, d, fair, desc, now)
+				}
+			}
 		}
 		if !found {
 			o.violateLocked("inspect/missing-holder", name, now, "%s: %s (token %d, granted %s, deadline %s), believed held throughout, is not among the holders",

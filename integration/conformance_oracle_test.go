@@ -21,6 +21,7 @@ type confLease interface {
 	Err() error
 	Unlock(context.Context) error
 	Context() context.Context
+	WokenBy() string
 }
 
 // confHold is one granted Lease as the oracle sees it.
@@ -41,11 +42,16 @@ type confHold struct {
 	gen       *confGen        // the generation of the Client (or Quorum) that granted it
 	ctx       context.Context // its Context, asked for at the grant (nil: not)
 	ctxLazy   bool            // its Context is asked for only once it ended
+	asked     time.Duration   // the lease asked for with WithLease (0: the watchdog lease)
+	single    bool            // its owner's only hold (a new owner on a shared handle)
+	waits     bool            // a first hold taken by Lock or RLock (which queue), not TryLock
+	wokenBy   string          // Lease.WokenBy: "grant" or "reply" for a grant made on release
+	synced    bool            // its Client acquires under WithSyncReplicas
 
 	// Guarded by the oracle's mu.
 	unlockBegan time.Time // zero until the harness first calls Unlock
 	ended       time.Time // when the watcher saw Done
-	sampled     time.Time // latest Deadline() sampled while alive (quorum leases)
+	forced      time.Time // when a ForceUnlock may have released it first (zero: none)
 }
 
 func (h *confHold) String() string {
@@ -79,6 +85,9 @@ type confWaiter struct {
 	freeSince time.Time
 	reported  bool
 	gen       *confGen
+	// tiny: its lease (under 20ms) may be outlasted by every round trip,
+	// so that it is never granted: no liveness bound applies to it.
+	tiny bool
 }
 
 type confViolation struct {
@@ -111,21 +120,31 @@ type confOracle struct {
 	stopping   int                // generations whose Shutdown or Close is under way
 	releases   []*confRelease     // what nil Shutdowns released, for the liveness check
 	inspects   []confInspectWrite // write holders Inspect reported, checked at the end
+
+	runEnded     time.Time               // when the workload's ctx was cancelled
+	overruns     map[string]*confOverrun // by call kind (conformance_deadline_test.go)
+	tops         []*confHold             // every first hold granted, for the order checks
+	furtherWrite map[int64]bool          // owners that took a further write
+	forces       map[string][]*confForce // ForceUnlock calls by name
+	leases       confLeaseFigures        // conformance_promises_test.go
 }
 
 func newConfOracle(target string, start time.Time, f *confFaults, bound time.Duration) *confOracle {
 	return &confOracle{
 		target: target, start: start, faults: f, bound: bound,
-		live:       map[string][]*confHold{},
-		writes:     map[string][]confWriteGrant{},
-		ownerToken: map[int64]uint64{},
-		grantSeq:   map[string]int64{},
-		inflight:   map[string]int{},
-		lastActive: map[string]time.Time{},
-		events:     map[string][]string{},
-		waiters:    map[*confWaiter]struct{}{},
-		byKind:     map[string]int{},
-		stats:      map[string]int{},
+		live:         map[string][]*confHold{},
+		writes:       map[string][]confWriteGrant{},
+		ownerToken:   map[int64]uint64{},
+		grantSeq:     map[string]int64{},
+		inflight:     map[string]int{},
+		lastActive:   map[string]time.Time{},
+		events:       map[string][]string{},
+		waiters:      map[*confWaiter]struct{}{},
+		byKind:       map[string]int{},
+		stats:        map[string]int{},
+		overruns:     map[string]*confOverrun{},
+		forces:       map[string][]*confForce{},
+		furtherWrite: map[int64]bool{},
 	}
 }
 
@@ -218,6 +237,9 @@ func (o *confOracle) grant(h *confHold) {
 		d time.Time
 	}
 	var cands []cand
+	// A grant a ForceUnlock may have released before it returned is
+	// not judged: another owner may rightly hold beside it by now.
+	forced := o.markForcedAtGrantLocked(h, time.Now())
 	for _, e := range o.live[h.name] {
 		if e.owner == h.owner || !confConflict(h.mode, e.mode) || !e.unlockBegan.IsZero() {
 			continue
@@ -249,6 +271,13 @@ func (o *confOracle) grant(h *confHold) {
 	if !selfLive {
 		o.stats["grants already ended at return"]++
 	}
+	o.checkLeaseLocked(h, selfD, now)
+	o.checkSyncLocked(h, now)
+	if h.parent == 0 {
+		o.tops = append(o.tops, h)
+	} else if h.mode == fairrw.Write {
+		o.furtherWrite[h.owner] = true
+	}
 	if g := h.gen; g != nil {
 		g.holds = append(g.holds, h)
 		if !g.stopEnded.IsZero() && !confDone(h.lease.Done()) && !(h.quorum && h.lease.Deadline().IsZero()) {
@@ -256,7 +285,10 @@ func (o *confOracle) grant(h *confHold) {
 				h, o.at(h.granted), confStopKind(g), o.at(g.stopEnded), g.stopErr)
 		}
 	}
-	if selfLive && len(conflicts) > 0 {
+	if forced && len(conflicts) > 0 {
+		o.stats["grants forced before their return, not judged"]++
+	}
+	if selfLive && len(conflicts) > 0 && !forced {
 		o.violateLocked(kind, h.name, now,
 			"%s granted at %s (call began %s, token %d, deadline %s) while another owner holds a conflicting lease, not Done and before its deadline (checked at %s):\n      %s",
 			h, o.at(h.granted), o.at(h.callStart), h.token, o.at(selfD), o.at(now), strings.Join(conflicts, "\n      "))
@@ -327,14 +359,14 @@ func (o *confOracle) unlockEnds(h *confHold, err error) {
 
 // acquireBegins registers an acquire in progress on name and, for a blocking
 // one, a waiter for the liveness check.
-func (o *confOracle) acquireBegins(ctx context.Context, name string, mode fairrw.Mode, op string, wait bool, gen *confGen) *confWaiter {
+func (o *confOracle) acquireBegins(ctx context.Context, name string, mode fairrw.Mode, op string, wait bool, gen *confGen, tiny bool) *confWaiter {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.inflight[name]++
 	if !wait {
 		return nil
 	}
-	w := &confWaiter{name: name, mode: mode, op: op, start: time.Now(), ctx: ctx, seq: o.grantSeq[name], gen: gen}
+	w := &confWaiter{name: name, mode: mode, op: op, start: time.Now(), ctx: ctx, seq: o.grantSeq[name], gen: gen, tiny: tiny}
 	o.waiters[w] = struct{}{}
 	return w
 }
@@ -406,7 +438,7 @@ func (o *confOracle) checkLiveness() {
 		active = true // a Client stopping may leave holds to expire: judged when it returns
 	}
 	for w := range o.waiters {
-		if w.ctx.Err() != nil || w.reported {
+		if w.ctx.Err() != nil || w.reported || w.tiny {
 			w.freeSince = time.Time{}
 			continue
 		}
@@ -515,6 +547,8 @@ func confErrKind(err error) string {
 		return "lease-lost"
 	case errors.Is(err, fairrw.ErrClosed):
 		return "closed"
+	case errors.Is(err, fairrw.ErrNotReplicated):
+		return "not-replicated"
 	default:
 		return "other"
 	}

@@ -65,6 +65,13 @@ func (o *confOracle) stoppedBy(g *confGen, t time.Time) bool {
 	return g != nil && !g.stopBegan.IsZero() && !g.stopBegan.After(t)
 }
 
+// forcedBy reports whether a ForceUnlock may have released h by t.
+func (o *confOracle) forcedBy(h *confHold, t time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !h.forced.IsZero() && !h.forced.After(t)
+}
+
 func (o *confOracle) stopBegins(g *confGen, graceful bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -197,7 +204,7 @@ func (o *confOracle) checkAfterShutdownLocked(now time.Time, active bool, lastEn
 			continue
 		}
 		for w := range o.waiters {
-			if w.name != r.name || w.reported || r.reported[w] || w.ctx.Err() != nil || !w.start.Before(r.at) || (w.gen != nil && !w.gen.stopBegan.IsZero()) {
+			if w.name != r.name || w.reported || w.tiny || r.reported[w] || w.ctx.Err() != nil || !w.start.Before(r.at) || (w.gen != nil && !w.gen.stopBegan.IsZero()) {
 				continue
 			}
 			until, busy := r.anyUntil, r.busyWrite

@@ -26,8 +26,9 @@ import (
 // upgrades) through the adapter; leases short, long and watchdog-renewed;
 // waits cancelled at random; unlocks in any order, sometimes twice; some
 // leases left to expire. Faults are injected in bursts: replies lost after
-// their script ran, stalls, resets, Redis paused past the unlock timeout,
-// SCRIPT FLUSH, CLIENT KILL. Every 1.5-4s a Client (a quorum's node
+// their script ran, stalls, resets, Redis paused past the unlock timeout or
+// frozen for a few hundred ms, the replica cut off, SCRIPT FLUSH, CLIENT
+// KILL. Every 1.5-4s a Client (a quorum's node
 // Clients) stops while its workers hold, wait and unlock, by Shutdown or
 // now and then by an abrupt Close, and a new one replaces it
 // (conformance_clients_test.go); workers also Inspect the names, and half
@@ -40,16 +41,26 @@ import (
 // (conformance_observe_test.go), that an idle name is free in Redis, and
 // at the end that no key without a TTL, then no key at all, is left.
 //
+// The promises about deadlines, leases and order are exercised too: leases
+// from the shortest accepted (1ms) to above the Client's lease time; ctx
+// deadlines and cancellations that end calls mid-wait, mid-Unlock and
+// mid-freeze of Redis (short SIGSTOPs), every call's return measured
+// against its ctx's end (conformance_deadline_test.go); ForceUnlock from
+// the direct Clients; under the read-write policies a replica, cut off now
+// and then, and two Clients under WithSyncReplicas. The oracle checks each
+// grant's Deadline against the lease asked, what Redis keeps against the
+// Deadline (through Inspect), that no synced grant made in a cut returns,
+// and at the end the fair policies' order: writers FIFO, and PhaseFair's
+// readers before the next writer (conformance_promises_test.go).
+//
 //	FAIRRW_CONFORMANCE_DURATION  workload duration per subtest (default 20s)
 //	FAIRRW_CONFORMANCE_SEED      the seed (printed at start) to reproduce a run
 
 const (
 	confLeaseTime     = 1500 * time.Millisecond // the Clients' watchdog lease: renewed every 500ms
 	confUnlockTimeout = 300 * time.Millisecond
-	confShortMin      = 50 * time.Millisecond
 	confShortMax      = 400 * time.Millisecond
-	confLongMin       = 2500 * time.Millisecond
-	confLongMax       = 4 * time.Second
+	confLongMax       = 4 * time.Second // the longest lease asked for
 	confWorkers       = 10
 	confDefaultDur    = 20 * time.Second
 	// confBound is the liveness bound: a waiter on a name with no live
@@ -78,6 +89,9 @@ type confTarget struct {
 	name   string
 	kind   confKind
 	policy fairrw.Policy
+	// replica: server 0 has a replica, and two of the Clients acquire under
+	// WithSyncReplicas(1, ...); the faults cut the replica off now and then.
+	replica bool
 }
 
 func TestConformance(t *testing.T) {
@@ -100,11 +114,11 @@ func TestConformance(t *testing.T) {
 	t.Logf("conformance: seed %d (FAIRRW_CONFORMANCE_SEED=%d reproduces it), %v of workload per subtest", seed, seed, dur)
 	quorumPolicy := policies[seed%uint64(len(policies))]
 	targets := []confTarget{
-		{"redisson", confRWKind, fairrw.Redisson()},
-		{"writer-preferring", confRWKind, fairrw.WriterPreferring()},
-		{"phase-fair", confRWKind, fairrw.PhaseFair()},
-		{"mutex", confMutexKind, fairrw.WriterPreferring()},
-		{"quorum-" + quorumPolicy.String(), confQuorumKind, quorumPolicy},
+		{"redisson", confRWKind, fairrw.Redisson(), true},
+		{"writer-preferring", confRWKind, fairrw.WriterPreferring(), true},
+		{"phase-fair", confRWKind, fairrw.PhaseFair(), true},
+		{"mutex", confMutexKind, fairrw.WriterPreferring(), false},
+		{"quorum-" + quorumPolicy.String(), confQuorumKind, quorumPolicy, false},
 	}
 	for i, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
@@ -178,6 +192,9 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 		_ = i
 	}
 	e.f.pauses = true
+	if tg.replica {
+		e.f.replica = confStartReplica(t, e.f.servers[0], e.f.admins[0])
+	}
 
 	e.opts = []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithLeaseTime(confLeaseTime), fairrw.WithUnlockTimeout(confUnlockTimeout)}
 	// nodeBase is how a Client reaches server i: through a new fault proxy
@@ -200,9 +217,14 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 		for i, spec := range []struct {
 			proxied bool
 			tr      transport
-		}{{false, transports[0]}, {true, transports[0]}, {true, transports[1]}, {false, transports[1]}} {
+			sync    time.Duration // WithSyncReplicas(1, sync) when the target has a replica
+		}{{false, transports[0], 0}, {true, transports[0], 0}, {true, transports[1], 80 * time.Millisecond}, {false, transports[1], 150 * time.Millisecond}} {
 			label := fmt.Sprintf("c%d(%s,%s)", i, map[bool]string{true: "proxy", false: "direct"}[spec.proxied], spec.tr.name)
-			e.slots = append(e.slots, &confSlot{bases: []rueidis.ClientOption{nodeBase(0, spec.proxied, label)}, tr: spec.tr})
+			s := &confSlot{bases: []rueidis.ClientOption{nodeBase(0, spec.proxied, label)}, tr: spec.tr}
+			if tg.replica && spec.sync > 0 {
+				s.opts = []fairrw.Option{fairrw.WithSyncReplicas(1, spec.sync)}
+			}
+			e.slots = append(e.slots, s)
 		}
 	case confQuorumKind:
 		e.names = []string{"conf-a", "conf-b"}
@@ -270,6 +292,9 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 
 	time.Sleep(dur)
 	close(e.stopped)
+	e.o.mu.Lock()
+	e.o.runEnded = time.Now()
+	e.o.mu.Unlock()
 	cancelRun()
 	workers.Wait()
 	stopFaults()
@@ -295,7 +320,9 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 		e.probe(n)
 	}
 	e.endChecks()
-	e.o.checkInspectWrites(tg.kind == confRWKind && tg.policy.String() != "redisson")
+	fair := tg.kind == confRWKind && tg.policy.String() != "redisson"
+	e.o.checkInspectWrites(fair)
+	e.o.orderChecks(fair, fair && tg.policy.String() == fairrw.PhaseFair().String())
 	e.checkExercised(dur)
 	e.report()
 }
@@ -405,6 +432,10 @@ func (e *confEnv) dumpName(name string) string {
 func (e *confEnv) report() {
 	stats, kinds, total := e.o.summary()
 	e.t.Logf("%s figures: %s", e.tg.name, stats)
+	ended, frozen, worst := e.o.overrunTotals()
+	e.t.Logf("conformance: worst overrun per call [%s]: %v over %d calls returned after their ctx ended (%d of them met a freeze of Redis), bound %v:%s",
+		e.tg.name, worst.Round(100*time.Microsecond), ended, frozen, confOverrunBound, e.o.overrunReport())
+	e.t.Logf("conformance: leases [%s]: %s", e.tg.name, e.o.leaseReport())
 	e.t.Logf("%s faults injected: %s", e.tg.name, e.f.summary())
 	e.t.Logf("%s violations: %d %s", e.tg.name, total, kinds)
 	e.o.mu.Lock()

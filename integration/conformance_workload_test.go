@@ -61,22 +61,43 @@ type confLeaseKind struct {
 	desc     string
 	opts     []fairrw.AcquireOption
 	explicit bool
+	d        time.Duration // the lease asked for (explicit)
 }
 
+// tiny: a lease a slow round trip may outlast, so that no grant of it is
+// ever returned (under 20ms).
+func (lk confLeaseKind) tiny() bool { return lk.explicit && lk.d < 20*time.Millisecond }
+
+// confPickLease picks the watchdog lease (38%) or WithLease(d) with d from
+// the shortest accepted (1ms) through short ones (2-19ms, 20-200ms,
+// 200-400ms) and middling ones (0.4-1.4s) to above the Client's lease time
+// (1.6-4s); a third of them not whole milliseconds.
 func confPickLease(rng *rand.Rand) confLeaseKind {
 	between := func(lo, hi time.Duration) time.Duration {
-		return (lo + time.Duration(rng.Int64N(int64(hi-lo)))).Round(time.Millisecond)
+		d := (lo + time.Duration(rng.Int64N(int64(hi-lo)))).Round(time.Millisecond)
+		if rng.IntN(3) == 0 {
+			d += time.Duration(rng.Int64N(int64(time.Millisecond)))
+		}
+		return d
 	}
+	var d time.Duration
 	switch r := rng.IntN(100); {
-	case r < 40:
+	case r < 38:
 		return confLeaseKind{desc: "watchdog"}
-	case r < 90:
-		d := between(confShortMin, confShortMax)
-		return confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true}
+	case r < 41:
+		d = time.Millisecond
+	case r < 45:
+		d = between(2*time.Millisecond, 19*time.Millisecond)
+	case r < 60:
+		d = between(20*time.Millisecond, 200*time.Millisecond)
+	case r < 75:
+		d = between(200*time.Millisecond, confShortMax)
+	case r < 85:
+		d = between(confShortMax, 1400*time.Millisecond)
 	default:
-		d := between(confLongMin, confLongMax)
-		return confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true}
+		d = between(confLeaseTime+100*time.Millisecond, confLongMax)
 	}
+	return confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true, d: d}
 }
 
 func confPickHold(rng *rand.Rand) time.Duration {
@@ -105,19 +126,6 @@ func (e *confEnv) pickName(rng *rand.Rand) string {
 	return ""
 }
 
-// opCtx is an acquire's context: cancelled when the workload ends, after
-// 12s at the latest, and for a quarter of the waiting acquires after a
-// random 20-720ms (a cancellation mid-wait).
-func (e *confEnv) opCtx(rng *rand.Rand, wait bool) (context.Context, context.CancelFunc, string) {
-	ctx, cancel := context.WithTimeout(e.runCtx, 12*time.Second)
-	if wait && rng.IntN(100) < 25 {
-		d := 20*time.Millisecond + time.Duration(rng.Int64N(int64(700*time.Millisecond)))
-		t := time.AfterFunc(d, cancel)
-		return ctx, func() { t.Stop(); cancel() }, fmt.Sprintf(", cancelled after %v", d.Round(time.Millisecond))
-	}
-	return ctx, cancel, ""
-}
-
 func (e *confEnv) worker(rng *rand.Rand) {
 	for !e.isStopped() {
 		name := e.pickName(rng)
@@ -128,6 +136,8 @@ func (e *confEnv) worker(rng *rand.Rand) {
 		switch r := rng.IntN(100); {
 		case r < 8:
 			e.inspect(rng, name)
+		case e.tg.kind != confQuorumKind && r < 10:
+			e.forceUnlock(rng, name)
 		case e.tg.kind != confQuorumKind && r < 54:
 			e.session(rng, name)
 		default:
@@ -138,17 +148,21 @@ func (e *confEnv) worker(rng *rand.Rand) {
 }
 
 // acquire runs call as an acquire of name by owner (a further hold of
-// parent when parent is set) and registers its grant with the oracle.
-func (e *confEnv) acquire(ctx context.Context, name string, owner int64, parent *confHold, mode fairrw.Mode, wait bool, op, client string,
-	gen *confGen, call func(context.Context) (confLease, string, error)) (*confHold, error) {
-	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil, gen)
+// parent when parent is set) under cc, asking for the lease lk, and
+// registers its grant with the oracle. single: the owner takes no other
+// hold.
+func (e *confEnv) acquire(cc *confCtx, name string, owner int64, parent *confHold, mode fairrw.Mode, wait bool, op, client string,
+	gen *confGen, lk confLeaseKind, single bool, call func(context.Context) (confLease, string, error)) (*confHold, error) {
+	ctx := cc.ctx
+	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil, gen, lk.tiny())
 	start := time.Now()
 	l, wire, err := call(ctx)
 	ret := time.Now()
 	var h *confHold
 	if err == nil {
 		h = &confHold{name: name, owner: owner, wire: wire, mode: mode, token: l.Token(), lease: l, op: op, client: client,
-			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind, gen: gen}
+			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind, gen: gen,
+			asked: lk.d, single: single, waits: wait && parent == nil, wokenBy: l.WokenBy(), synced: gen.synced}
 		if parent != nil {
 			h.parent = parent.id
 		}
@@ -159,13 +173,35 @@ func (e *confEnv) acquire(ctx context.Context, name string, owner int64, parent 
 		e.o.event(name, "refused %s: %s", op, confErrKind(err))
 	}
 	e.o.acquireEnds(name, w, gen, start, ret, op, err)
+	e.o.callReturned(e.callKind(mode, wait, parent != nil), cc, start, ret, err, op)
+	if gen.synced && parent == nil {
+		e.o.syncOutcome(start, ret, err)
+	}
 	kind := "top"
 	if parent != nil {
 		kind = "further"
 	}
 	e.o.count(fmt.Sprintf("ops %s %s -> %s", kind, mode, confErrKind(err)), 1)
 	e.o.count("ops", 1)
+	if lk.tiny() {
+		e.o.count("ops with a lease under 20ms -> "+confErrKind(err), 1)
+	}
 	return h, err
+}
+
+// callKind names a call for the overrun figures.
+func (e *confEnv) callKind(mode fairrw.Mode, wait, further bool) string {
+	switch {
+	case further && mode == fairrw.Write:
+		return "Lease.Lock"
+	case further:
+		return "Lease.RLock"
+	case e.tg.kind == confQuorumKind:
+		return "Quorum." + confOpName(mode, wait)
+	case e.tg.kind == confMutexKind:
+		return "Mutex." + confOpName(mode, wait)
+	}
+	return confOpName(mode, wait)
 }
 
 // watch waits for h's end and reports it to the oracle with the lease's
@@ -200,20 +236,30 @@ func (e *confEnv) watch(h *confHold) {
 	}()
 }
 
-// unlock unlocks h (and, sometimes, again) and checks the answers.
+// unlock unlocks h (and, sometimes, again) and checks the answers. The
+// first Unlock gets a deadline now and then (see unlockCtx).
 func (e *confEnv) unlock(rng *rand.Rand, h *confHold) {
 	d0 := h.lease.Deadline()
 	e.o.unlockBegins(h)
 	began := time.Now()
 	e.contextWhileHeld(h, "before Unlock")
 	aliveAtStart := !confDone(h.lease.Done())
-	err := h.lease.Unlock(context.Background())
+	cc := e.unlockCtx(rng)
+	err := h.lease.Unlock(cc.ctx)
 	ret := time.Now()
+	doneAtRet := confDone(h.lease.Done())
 	e.o.unlockEnds(h, err)
+	kind := "Unlock"
+	if h.quorum {
+		kind = "Quorum.Unlock"
+	}
+	e.o.callReturned(kind, cc, began, ret, err, fmt.Sprintf("Unlock%s of %s", cc.desc, h))
+	e.unlockCtxChecks(h, cc, err, doneAtRet)
+	cc.cancel()
 	e.contextAfterUnlock(h, err)
 	e.o.count("unlocks -> "+confErrKind(err), 1)
 	e.o.count("ops", 1)
-	if err != nil && errors.Is(err, fairrw.ErrNotHeld) && aliveAtStart && ret.Before(d0) && !h.quorum && !e.o.stoppedBy(h.gen, ret) {
+	if err != nil && errors.Is(err, fairrw.ErrNotHeld) && aliveAtStart && ret.Before(d0) && !h.quorum && !e.o.stoppedBy(h.gen, ret) && !e.o.forcedBy(h, ret) {
 		e.o.violate("unlock-not-held", h.name, "Unlock of %s (token %d, granted %s) began at %s while alive and returned at %s, before its deadline %s, with ErrNotHeld: Redis no longer had a hold it had to keep: %v\n    keys now:%s",
 			h, h.token, e.o.at(h.granted), e.o.at(began), e.o.at(ret), e.o.at(d0), err, e.dumpName(h.name))
 	}
@@ -252,19 +298,28 @@ func (e *confEnv) single(rng *rand.Rand, name string) {
 	}
 	wait := rng.IntN(100) < 65
 	lk := confPickLease(rng)
-	ctx, cancel, cdesc := e.opCtx(rng, wait)
-	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cdesc)
-	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, mode, wait, op, label, gen, func(ctx context.Context) (confLease, string, error) {
+	cc := e.acquireCtx(rng, wait, lk)
+	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cc.desc)
+	h, err := e.acquire(cc, name, e.o.newOwner(), nil, mode, wait, op, label, gen, lk, true, func(ctx context.Context) (confLease, string, error) {
 		return gen.sharedAcquire(ctx, name, hd.hi, mode, wait, lk.opts)
 	})
-	cancel()
+	cc.cancel()
 	if err != nil {
 		if wait && errors.Is(err, fairrw.ErrNotAcquired) && !errors.Is(err, fairrw.ErrClosed) && e.runCtx.Err() == nil {
 			e.o.violate("lock-refused", name, "%s, a new owner on a shared handle, returned ErrNotAcquired: a waiting acquire of an owner that holds nothing is never refused: %v", op, err)
 		}
 		return
 	}
-	e.holdFor(h, confPickHold(rng))
+	if rng.IntN(100) < 12 {
+		e.inspect(rng, name) // what Redis keeps of the new hold (checkKeptLocked)
+	}
+	hold := confPickHold(rng)
+	if mode == fairrw.Write && rng.IntN(100) < 25 {
+		// A longer write, for readers and writers to queue behind (the
+		// order checks).
+		hold = 300*time.Millisecond + time.Duration(rng.Int64N(int64(700*time.Millisecond)))
+	}
+	e.holdFor(h, hold)
 	if lk.explicit && rng.IntN(100) < 20 && !e.isStopped() {
 		e.o.count("leases left to expire", 1)
 		return
@@ -301,10 +356,10 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 	}
 	wait := rng.IntN(100) < 70
 	lk := confPickLease(rng)
-	ctx, cancel, cdesc := e.opCtx(rng, wait)
-	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cdesc)
+	cc := e.acquireCtx(rng, wait, lk)
+	op := fmt.Sprintf("%s %s(%s%s)", label, confOpName(mode, wait), lk.desc, cc.desc)
 	var top *fairrw.Lease
-	h, err := e.acquire(ctx, name, owner, nil, mode, wait, op, label, gen, func(ctx context.Context) (confLease, string, error) {
+	h, err := e.acquire(cc, name, owner, nil, mode, wait, op, label, gen, lk, false, func(ctx context.Context) (confLease, string, error) {
 		var err error
 		if mx != nil {
 			top, err = confMutexAcquire(ctx, mx, wait, lk.opts)
@@ -316,7 +371,7 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 		}
 		return top, top.Owner(), nil
 	})
-	cancel()
+	cc.cancel()
 	if err != nil {
 		if wait && errors.Is(err, fairrw.ErrNotAcquired) && !errors.Is(err, fairrw.ErrClosed) && e.runCtx.Err() == nil {
 			e.o.violate("lock-refused", name, "%s, a new owner on a private handle, returned ErrNotAcquired: %v", op, err)
@@ -335,15 +390,15 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 	}
 	further := func(parent *sessHold, mode fairrw.Mode) {
 		lk := confPickLease(rng)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
+		cc := e.shortOr(rng, context.Background(), 30, time.Millisecond, 200*time.Millisecond, 3*time.Second)
+		defer cc.cancel()
 		call := "RLock"
 		if mode == fairrw.Write {
 			call = "Lock"
 		}
-		op := fmt.Sprintf("%s further %s from #%d (%s)", label, call, parent.h.id, lk.desc)
+		op := fmt.Sprintf("%s further %s from #%d (%s%s)", label, call, parent.h.id, lk.desc, cc.desc)
 		var l *fairrw.Lease
-		h, err := e.acquire(ctx, name, owner, parent.h, mode, false, op, label, gen, func(ctx context.Context) (confLease, string, error) {
+		h, err := e.acquire(cc, name, owner, parent.h, mode, false, op, label, gen, lk, false, func(ctx context.Context) (confLease, string, error) {
 			var err error
 			switch {
 			case mx != nil:
@@ -417,13 +472,14 @@ func (e *confEnv) session(rng *rand.Rand, name string) {
 // upgrade asks for the write from a read lease of an owner that holds no
 // write: it must be refused as an upgrade (ErrUpgrade), never granted.
 func (e *confEnv) upgrade(name string, owner int64, label string, gen *confGen, parent *sessHold, holds *[]*sessHold) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+	cc := e.plainCtx(context.Background(), 2*time.Second)
+	defer cc.cancel()
 	op := fmt.Sprintf("%s upgrade: further Lock from read #%d", label, parent.h.id)
 	var l *fairrw.Lease
-	h, err := e.acquire(ctx, name, owner, parent.h, fairrw.Write, false, op, label, gen, func(ctx context.Context) (confLease, string, error) {
+	lk := confLeaseKind{desc: "lease 200ms", opts: []fairrw.AcquireOption{fairrw.WithLease(200 * time.Millisecond)}, explicit: true, d: 200 * time.Millisecond}
+	h, err := e.acquire(cc, name, owner, parent.h, fairrw.Write, false, op, label, gen, lk, false, func(ctx context.Context) (confLease, string, error) {
 		var err error
-		l, err = parent.l.Lock(ctx, fairrw.WithLease(200*time.Millisecond))
+		l, err = parent.l.Lock(ctx, lk.opts...)
 		if err != nil {
 			return nil, "", err
 		}
@@ -494,12 +550,13 @@ func (e *confEnv) probe(name string) {
 	idleSince := e.o.lastActive[name]
 	e.o.mu.Unlock()
 	_, lastFault := e.f.state()
-	lease := []fairrw.AcquireOption{fairrw.WithLease(300 * time.Millisecond)}
+	lk := confLeaseKind{desc: "lease 300ms", opts: []fairrw.AcquireOption{fairrw.WithLease(300 * time.Millisecond)}, explicit: true, d: 300 * time.Millisecond}
+	lease := lk.opts
 	op := "probe TryLock(lease 300ms) of an idle name"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	cc := e.plainCtx(context.Background(), 5*time.Second)
+	defer cc.cancel()
 	gen := e.gen(0)
-	h, err := e.acquire(ctx, name, e.o.newOwner(), nil, fairrw.Write, false, op, "probe", gen, func(ctx context.Context) (confLease, string, error) {
+	h, err := e.acquire(cc, name, e.o.newOwner(), nil, fairrw.Write, false, op, "probe", gen, lk, true, func(ctx context.Context) (confLease, string, error) {
 		switch e.tg.kind {
 		case confQuorumKind:
 			l, err := confQuorumAcquire(ctx, gen.quorum.RWMutex(name), fairrw.Write, false, lease)

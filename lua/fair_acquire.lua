@@ -3,10 +3,11 @@
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- ARGV[9]  "1" to queue up when refused (Lock, RLock), "0" not to (Try*)
 -- ARGV[10] 0 for an owner's first hold; n > 0 for a further hold of an
---          owner that holds the lock, which makes n its count in that mode;
---          -1 for a first hold that takes up a grant a release made on the
---          owner's behalf (see grant in fair_lib.lua): the hold then lasts
---          exactly the lease from now, neither the entry's deadline nor less
+--          owner that holds the lock, which makes n its count in that mode.
+--          A first hold that finds a grant a release made on the owner's
+--          behalf (see grant in fair_lib.lua) takes it up: the hold then
+--          lasts exactly the lease from now, neither the entry's deadline
+--          nor less
 -- ARGV[11] "1": refused, tell this waiter "r" when the way is clear though
 --          it keeps no queue entry (a quorum Lock's round); "0": a TryLock,
 --          whose refusal changes nothing
@@ -67,15 +68,23 @@ local function read()
   return token
 end
 
--- write renews the owner's write hold, count holds in all. A take-up of a
--- grant made on the owner's behalf sets the hold to the lease from now: no
--- Lease of the owner exists yet, so none counts on a later deadline (a late
--- copy of the take-up finds wgrant cleared and only extends).
+-- write renews the owner's write hold, count holds in all. A first hold
+-- that takes up a grant made on the owner's behalf (wgrant) sets the hold
+-- to exactly the lease from now: the Lease it returns counts from this
+-- attempt, and Redis keeps it no longer. No further hold of the owner
+-- counts on a later deadline then: a further hold clears wgrant, so a late
+-- copy of an earlier attempt only extends; a watchdog renewal extends by
+-- the same lease as the owner's attempts ask for.
 local function write(count)
   local token = tonumber(st.wtoken) or last_token(F)
-  if further < 0 and st.wgrant then
+  if st.wgrant then
     st.wgrant = false
-    hset_until(now + lease, lease, false, 'wcount', count, 'wdeadline', now + lease, 'wgrant', 0)
+    if further <= 0 then
+      hset_until(now + lease, lease, false, 'wcount', count, 'wdeadline', now + lease, 'wgrant', 0)
+      return token
+    end
+    local deadline = math.max(now + lease, st.wdeadline)
+    hset_until(deadline, lease, false, 'wcount', count, 'wdeadline', deadline, 'wgrant', 0)
     return token
   end
   local deadline = math.max(now + lease, st.wdeadline)

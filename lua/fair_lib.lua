@@ -281,8 +281,9 @@ end
 -- would have: a waiter that is gone blocks no one longer than its entry
 -- would have. A waiter that counts its lease from the grant (one that asked
 -- for a lease of its own, or for replicas) takes the grant up with an
--- attempt (further = -1, see fair_acquire.lua), which sets the hold to its
--- lease from then on; wgrant marks a grant not taken up yet. Returns h and
+-- attempt, and so does any first-hold attempt of its owner that comes
+-- first (see write in fair_acquire.lua): that sets the hold to its lease
+-- from then on; wgrant marks a grant not taken up yet. Returns h and
 -- the grant's fencing token.
 local function grant(h, d)
   local token = mint(F, st.wtoken) -- common.lua

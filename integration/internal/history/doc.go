@@ -13,7 +13,10 @@
 //   - CheckLinearizable with Model: the operations fit a sequential
 //     read-write lock (porcupine);
 //   - a Store, the guarded resource of the fencing tests: it refuses stale
-//     tokens and shows no lost update.
+//     tokens and shows no lost update;
+//   - CheckWriterFIFO and CheckPhaseFairAdmission: the fair policies'
+//     order, over write grants (ordered by their tokens) and the reads
+//     that waited for a write to end.
 //
 // Verify runs the history checkers, fails the test with a readable report
 // and writes the artifacts (the history as JSON, porcupine's visualization)

@@ -126,13 +126,6 @@ func (h Hold) String() string {
 		h.From.Format(timeFormat), h.To.Format(timeFormat))
 }
 
-// overlaps reports whether two holds share a moment. Intervals are
-// half-open: a hold that ends when another begins does not overlap it (the
-// next holder is granted after the previous one called Unlock).
-func (h Hold) overlaps(o Hold) bool {
-	return h.From.Before(o.To) && o.From.Before(h.To)
-}
-
 const timeFormat = "15:04:05.000000"
 
 func leaseTag(id uint64) string {
