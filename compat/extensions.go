@@ -35,9 +35,9 @@ func base(name string) string {
 }
 
 // Fence returns the key of a lock's last fencing token,
-// "fairrw:<len>:{N}:fence". It lives as long as the lease of the write that
-// set it: tokens come from the server's clock in microseconds, combined
-// with this last token while it lives (see lua/fence.lua), so no key has to
+// "fairrw:<len>:{N}:fence". It lives for a second after the token was
+// minted: a token is the server's clock in microseconds, or one more than this
+// last token while it lives (see mint in lua/common.lua), so no key has to
 // outlive the lock.
 func Fence(name string) string { return base(name) + ":fence" }
 
@@ -49,8 +49,8 @@ type FairKeys struct {
 
 // Fair returns the keys of lock name under the fair policies:
 // "fairrw:<len>:{N}" and "fairrw:<len>:{N}:readers|queue|waiting|admitted",
-// and the channel "fairrw:<len>:{N}:wake". Distinct names never share one
-// (see base).
+// and the channel "fairrw:<len>:{N}:wake". Distinct names never share one:
+// <len>, the name's length in bytes, says where the name ends.
 func Fair(name string) FairKeys {
 	b := base(name)
 	return FairKeys{

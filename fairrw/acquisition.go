@@ -298,7 +298,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 			o.unsure = true
 		}
 		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
-			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, err)
+			return got, tag(fmt.Sprintf("fairrw: acquire %q: %s", m.keys.name, reason(err)), err)
 		}
 		switch {
 		case ctx.Err() != nil:

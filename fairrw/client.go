@@ -17,12 +17,9 @@ import (
 	"github.com/fairrw/rwlock/compat"
 )
 
-// A Client hands out distributed read-write locks on one Redis deployment.
-// It owns one lease renewer, one subscription per lock name that has local
-// waiters, and, when it built the rueidis client itself, that client.
-//
-// Create it with New and release it with Close. A Client is safe for
-// concurrent use and must not be copied.
+// A Client hands out locks on one Redis deployment and renews their leases.
+// Create it with New, and stop it with Shutdown or Close. A Client is safe
+// for concurrent use and must not be copied.
 type Client struct {
 	id            string
 	rdb           rueidis.Client
@@ -70,6 +67,7 @@ type Client struct {
 	// conn is the first connection being made in the background, when New
 	// could not make it (nil: New connected; see connect.go).
 	conn *connector
+	addr string // the Redis addresses, for errors
 
 	waits      *waitRegistry
 	renewer    *renewer
@@ -77,12 +75,11 @@ type Client struct {
 	background *tasks // work left by calls whose caller has gone (background.go)
 }
 
-// New returns a Client. It needs WithClient, WithClientOption or WithURL;
-// every other option has a default. Invalid options return an error
-// wrapping ErrInvalidOption, and nothing is sent to Redis. When Redis
-// cannot be reached (it is starting, say), New still returns a usable
-// Client, which connects in the background: calls wait within their ctx
-// for it and fail with ErrUnavailable, and Ping tells when it is up.
+// New returns a Client. It needs one of WithClient, WithClientOption and
+// WithURL. An invalid option returns an error wrapping ErrInvalidOption, and
+// nothing is sent. When Redis cannot be reached, New still returns a Client,
+// which connects in the background; calls wait for it within their ctx, or
+// fail with ErrUnavailable.
 func New(opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -182,10 +179,8 @@ func (c *Client) ID() string { return c.id }
 // Policy returns the name of the client's policy.
 func (c *Client) Policy() string { return c.policy.name() }
 
-// RWMutex returns a handle on the lock name. Every acquire on it is a new
-// lock owner (Redisson's "thread"), so a handle may be shared by goroutines
-// that must exclude each other. An invalid name is reported by the handle's
-// first call (ErrInvalidName), before any command.
+// RWMutex returns a handle on the lock name; every acquire on it is a new
+// owner. An invalid name fails the handle's first call (ErrInvalidName).
 func (c *Client) RWMutex(name string) *RWMutex {
 	return c.handle(c.policy, c.tel, name)
 }
@@ -196,25 +191,12 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err}
 }
 
-// Close stops the Client at once, as a crash would, with no I/O to wait
-// for: it stops lease renewal, wakes every waiter with ErrClosed, releases
-// every subscription and waits for the client's goroutines (and for the
-// calls under way, each bounded by its ctx or by the unlock timeout) to end.
-// Work left to the background (a give-back, a release not yet confirmed)
-// stops: what it would have removed expires with its lease. Leases still
-// held are not unlocked: they end at once, reported lost (ErrLeaseLost and
-// ErrClosed) since no one renews them any more, and Redis frees them when
-// their lease runs out; their waiters elsewhere wait until then. Shutdown
-// releases them instead, and is what a service stopping on purpose should
-// call. Close closes the rueidis client only if it built it.
-//
-// Close takes no context and sends nothing for the leases because it must
-// work when Redis does not answer, and because a process that stops without
-// a word must leave the same state behind (tests rely on it to play a
-// crashed holder). It is safe to call more than once, concurrently, and
-// after or during Shutdown: a Shutdown under way is cut short (the holds it
-// has not released yet are left to expire). Close returns once the Client
-// is closed.
+// Close stops the Client at once, as a crash would, and sends nothing.
+// Waiters get ErrClosed, and every lease still held ends: Err wraps
+// ErrLeaseLost and ErrClosed. Their holds expire in Redis with their lease.
+// Close may be called more than once, and cuts a Shutdown short. It returns
+// once the calls under way, each bounded by its ctx or the unlock timeout,
+// have ended.
 func (c *Client) Close() error {
 	if c.beginClose(false) {
 		c.finishClose(context.Background())
@@ -345,4 +327,4 @@ func unsent(err error) bool {
 }
 
 // errClosedLease is the error of the leases still held when Close runs.
-var errClosedLease = fmt.Errorf("%w: %w", ErrLeaseLost, ErrClosed)
+var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)

@@ -5,168 +5,225 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 )
 
-// ErrUnavailable is returned (wrapped, with the ctx's error and the last
-// connection error, naming the address) by a call that waited within its
-// ctx for a Client's first connection to Redis and did not get it: New
-// returns a usable Client while Redis is momentarily away (a pod that
-// starts before Redis), and connects in the background.
+// ErrUnavailable is returned, wrapping the ctx's error and naming the
+// address, by a call whose ctx ended before the Client first reached Redis.
 var ErrUnavailable = errors.New("fairrw: Redis unavailable")
 
-// Connection backoff while Redis is away at New.
+// Connection backoff while Redis is away at New, and how long New waits
+// for its first connection before it returns a Client that goes on
+// connecting in the background (a frozen server holds a dial for the
+// whole dial timeout).
 const (
 	minConnectBackoff = 50 * time.Millisecond
 	maxConnectBackoff = 2 * time.Second
+	newWait           = time.Second
 )
 
-// connector is the state of a Client's first connection, when New could
-// not make it.
+// connector is the state of a Client's first connection, made in the
+// background.
 type connector struct {
-	addr    string        // the addresses it dials, for errors
-	ready   chan struct{} // closed once connected (c.rdb and the rest set)
-	stop    context.CancelFunc
-	stopped chan struct{} // closed when the connecting goroutine ended
-	lastErr error         // guarded by Client.mu
+	addr  string        // the addresses it dials, for errors
+	tls   bool          // it dials with TLS
+	ready chan struct{} // closed once connected (c.rdb and the rest set)
+	// failed is closed when connecting failed for good (err says why).
+	failed chan struct{}
+	stop   context.CancelFunc
+	// Guarded by Client.mu.
+	lastErr   error
+	err       error // the error that failed it for good
+	abandoned bool  // the Client closed: a client made now is closed at once
 }
 
-// connect makes the Client's rueidis client from opt: at once, or, when
-// Redis cannot be reached now, in the background (see ErrUnavailable). An
-// error that waiting would not cure (an option rueidis refuses, a server
-// without client tracking) fails at once.
+// connect makes the Client's rueidis client from opt, on a goroutine of its
+// own. New waits for its first try up to newWait: a success or an error
+// that waiting would not cure (an option rueidis refuses, a server without
+// client tracking, a wrong password, TLS against a server without it) is
+// New's answer; Redis that cannot be reached now (see ErrUnavailable) is
+// tried again in the background until it answers or the Client closes.
 func (c *Client) connect(opt rueidis.ClientOption, publish PublishCommand) error {
-	err := c.dial(opt, publish)
-	if err == nil || !unavailable(err) {
-		return err
-	}
 	ctx, stop := context.WithCancel(context.Background())
-	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), ready: make(chan struct{}), stop: stop, stopped: make(chan struct{}), lastErr: err}
-	c.tel.log.Warn("fairrw: Redis unavailable at New; connecting in the background", "addr", c.conn.addr, "error", err)
+	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), tls: opt.TLSConfig != nil,
+		ready: make(chan struct{}), failed: make(chan struct{}), stop: stop}
+	c.addr = c.conn.addr
 	go c.redial(ctx, opt, publish)
-	return nil
+	t := time.NewTimer(newWait)
+	defer t.Stop()
+	select {
+	case <-c.conn.ready:
+		c.conn = nil // connected: no call needs to wait
+		return nil
+	case <-c.conn.failed:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.conn.err
+	case <-t.C:
+		c.tel.log.Warn("fairrw: Redis unavailable at New; connecting in the background", "addr", c.conn.addr)
+		return nil
+	}
 }
 
-// redial retries dial until it succeeds, fails for good, or the Client
+// redial tries to connect until it succeeds, fails for good, or the Client
 // closes.
 func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish PublishCommand) {
-	defer close(c.conn.stopped)
+	conn := c.conn
 	backoff := minConnectBackoff
-	for {
-		if sleepCtx(ctx, nil, backoff) != nil {
+	for first := true; ; first = false {
+		if !first && sleepCtx(ctx, nil, backoff) != nil {
 			return
 		}
-		err := c.dial(opt, publish)
-		if err == nil {
-			c.tel.log.Info("fairrw: connected to Redis", "addr", c.conn.addr)
-			close(c.conn.ready)
-			return
-		}
+		rdb, p, err := dial(opt, publish)
 		c.mu.Lock()
-		c.conn.lastErr = err
+		switch {
+		case conn.abandoned:
+			c.mu.Unlock()
+			if rdb != nil {
+				rdb.Close()
+			}
+			return
+		case err == nil:
+			c.install(rdb, p)
+			c.ownsRedis = true
+			close(conn.ready)
+			c.mu.Unlock()
+			if !first {
+				c.tel.log.Info("fairrw: connected to Redis", "addr", conn.addr)
+			}
+			return
+		case !unavailable(err, conn.tls):
+			conn.err = err
+			close(conn.failed)
+			c.mu.Unlock()
+			c.tel.log.Error("fairrw: cannot connect to Redis", "addr", conn.addr, "error", err)
+			return
+		}
+		conn.lastErr = err
 		c.mu.Unlock()
 		backoff = min(backoff*2, maxConnectBackoff)
 	}
 }
 
-// dial makes the rueidis client and what depends on it.
-func (c *Client) dial(opt rueidis.ClientOption, publish PublishCommand) error {
+// dial makes a rueidis client and learns how to publish on it.
+func dial(opt rueidis.ClientOption, publish PublishCommand) (rueidis.Client, string, error) {
+	addr := strings.Join(opt.InitAddress, ",")
 	rdb, err := rueidis.NewClient(opt)
 	if errors.Is(err, rueidis.ErrNoCache) {
 		// Said here because the first place users meet it is an
 		// in-process test server, or a managed Redis.
-		return fmt.Errorf("fairrw: connect: %w (a server without client tracking or RESP3, such as miniredis "+
+		return nil, "", fmt.Errorf("fairrw: connect: %w (a server without client tracking or RESP3, such as miniredis "+
 			"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", err)
 	}
+	if err != nil && opt.TLSConfig != nil && timedOut(err) {
+		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (the TLS handshake got no answer: is the server serving TLS?)", addr, err)
+	}
 	if err != nil {
-		return fmt.Errorf("fairrw: connect to %s: %w", strings.Join(opt.InitAddress, ","), err)
+		return nil, "", fmt.Errorf("fairrw: connect to %s: %w", addr, err)
 	}
-	if err := c.use(rdb, publish); err != nil {
+	p, err := resolvePublish(rdb, publish)
+	if err != nil {
 		rdb.Close()
-		return err
+		return nil, "", err
 	}
-	c.ownsRedis = true
-	return nil
+	return rdb, p, nil
 }
 
-// use sets the rueidis client rdb and what depends on it.
+// use sets a rueidis client given with WithClient.
 func (c *Client) use(rdb rueidis.Client, publish PublishCommand) error {
 	p, err := resolvePublish(rdb, publish)
 	if err != nil {
 		return err
 	}
-	c.rdb, c.publish = rdb, p
-	c.cluster = rdb.Mode() == rueidis.ClientModeCluster
-	c.janitor = newJanitor(rdb, c.halt)
+	c.install(rdb, p)
 	return nil
 }
 
+// install sets the rueidis client rdb and what depends on it.
+func (c *Client) install(rdb rueidis.Client, publish string) {
+	c.rdb, c.publish = rdb, publish
+	c.cluster = rdb.Mode() == rueidis.ClientModeCluster
+	c.janitor = newJanitor(rdb, c.halt)
+}
+
 // unavailable reports whether err says that Redis could not be reached
-// (refused, reset, timed out, not resolved), which waiting may cure.
-func unavailable(err error) bool {
+// (refused, reset, timed out, not resolved), which waiting may cure. A
+// timeout under TLS is not: a server without TLS never answers the
+// handshake.
+func unavailable(err error, tls bool) bool {
+	if tls && timedOut(err) {
+		return false
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return false // Redis answered: a wrong password, say
+	}
 	var op *net.OpError
 	var dns *net.DNSError
-	return errors.As(err, &op) || errors.As(err, &dns) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, &op) || errors.As(err, &dns) || timedOut(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // await waits within ctx until the Client is connected (at once when New
 // connected). name is the lock the call is for ("" for none).
 func (c *Client) await(ctx context.Context, name string) error {
-	if c.conn == nil {
+	conn := c.conn
+	if conn == nil {
 		return nil
 	}
 	select {
-	case <-c.conn.ready:
+	case <-conn.ready:
 		return nil
 	default:
 	}
+	what := ""
+	if name != "" {
+		what = fmt.Sprintf(" for %q", name)
+	}
 	select {
-	case <-c.conn.ready:
+	case <-conn.ready:
 		return nil
 	case <-c.closing:
 		return ErrClosed
+	case <-conn.failed:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Errorf("fairrw: no connection to Redis%s: %w", what, conn.err)
 	case <-ctx.Done():
 		c.mu.Lock()
-		last := c.conn.lastErr
+		last := conn.lastErr
 		c.mu.Unlock()
-		what := ""
-		if name != "" {
-			what = fmt.Sprintf(" for %q", name)
+		if last == nil {
+			last = errors.New("no answer yet")
 		}
-		return tag(fmt.Sprintf("fairrw: Redis at %s unavailable%s: %v (%v)", c.conn.addr, what, last, ctx.Err()), ErrUnavailable, ctx.Err())
+		return tag(fmt.Sprintf("fairrw: Redis at %s unavailable%s: %v (%v)", conn.addr, what, last, ctx.Err()), ErrUnavailable, ctx.Err())
 	}
 }
 
-// connected reports whether the Client has its rueidis client.
-func (c *Client) connected() bool {
-	if c.conn == nil {
-		return true
-	}
-	select {
-	case <-c.conn.ready:
-		return true
-	default:
-		return false
-	}
-}
-
-// stopConnecting ends the background connection, if any, and waits for it.
+// stopConnecting ends the background connection, if any, without waiting
+// for a dial under way: a client it makes from now on is closed at once.
 func (c *Client) stopConnecting() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.conn != nil {
+		c.conn.abandoned = true
 		c.conn.stop()
-		<-c.conn.stopped
 	}
 }
 
-// Ping checks that Redis answers, within ctx: for readiness probes. It
-// returns an error wrapping ErrUnavailable (and the ctx's error, or the
-// connection's) naming the address when it does not.
+// Ping checks that Redis answers within ctx, for readiness probes. Otherwise
+// it returns an error wrapping ErrUnavailable that names the address.
 func (c *Client) Ping(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
@@ -179,7 +236,21 @@ func (c *Client) Ping(ctx context.Context) error {
 		return c.rdb.Do(ctx, c.rdb.B().Ping().Build()).ToString()
 	})
 	if err != nil {
-		return tag(fmt.Sprintf("fairrw: ping: Redis unavailable: %v", err), ErrUnavailable, err)
+		return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %v", c.address(), err), ErrUnavailable, err)
 	}
 	return nil
+}
+
+// address names the Redis the Client uses: the addresses it was given, or
+// the nodes of a rueidis client given with WithClient.
+func (c *Client) address() (addr string) {
+	if c.addr != "" {
+		return c.addr
+	}
+	defer func() {
+		if recover() != nil { // a stand-in client without Nodes
+			addr = "Redis"
+		}
+	}()
+	return strings.Join(slices.Sorted(maps.Keys(c.rdb.Nodes())), ",")
 }

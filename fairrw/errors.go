@@ -1,61 +1,52 @@
 package fairrw
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 var (
-	// ErrNotAcquired is returned by TryLock and TryRLock when the lock is
-	// taken, and wrapped with ErrUpgrade when a read's owner asks for the
-	// write.
+	// ErrNotAcquired is returned by TryLock and TryRLock when the lock is taken.
 	ErrNotAcquired = errors.New("fairrw: lock not acquired")
 
-	// ErrUpgrade is returned (wrapping ErrNotAcquired too) by Lease.Lock on
-	// a read: a read is never upgraded to the write, since two readers doing
-	// so would wait for each other forever. It tells a bug in the caller
-	// from contention.
+	// ErrUpgrade is returned, with ErrNotAcquired, by Lease.Lock on a read: a
+	// read is never upgraded to the write.
 	ErrUpgrade = errors.New("fairrw: a read is never upgraded to the write")
 
-	// ErrNotHeld is returned by Unlock when the lease is not (or no longer)
-	// held: unlocked before, lost, or never granted by Redis.
+	// ErrNotHeld is returned for a lease or lock that is not held: unlocked
+	// before, lost, or gone from Redis.
 	ErrNotHeld = errors.New("fairrw: lock not held")
 
-	// ErrLeaseLost is the error of a Lease whose hold Redis no longer keeps,
-	// or could not confirm before the lease's local deadline. Done is closed
-	// when it happens.
+	// ErrLeaseLost is the error of a Lease whose hold Redis no longer keeps, or
+	// could not confirm before its deadline.
 	ErrLeaseLost = errors.New("fairrw: lease lost")
 
-	// ErrUnlocked is the cause (context.Cause) of a Lease's Context after a
-	// successful Unlock: the lease ended as its holder asked, not lost.
+	// ErrUnlocked is the cause of a Lease's Context after a successful Unlock.
 	ErrUnlocked = errors.New("fairrw: lease unlocked")
 
-	// ErrClosed is returned by every call on a closed Client, and wakes every
-	// waiter when the Client closes.
+	// ErrClosed is returned by every call on a closed Client, and to its waiters.
 	ErrClosed = errors.New("fairrw: client closed")
 
 	// ErrInvalidName is returned for a lock name that is empty, too long, or
-	// whose keys could not share one cluster hash slot. Nothing is sent to
-	// Redis.
+	// whose keys could not share one cluster slot. Nothing is sent to Redis.
 	ErrInvalidName = errors.New("fairrw: invalid lock name")
 
-	// ErrInvalidOption is returned for an option with an invalid value, such
-	// as a non-positive lease. Nothing is sent to Redis.
+	// ErrInvalidOption is returned for an invalid option. Nothing is sent to
+	// Redis.
 	ErrInvalidOption = errors.New("fairrw: invalid option")
 )
 
-// ErrNotReplicated is returned by an acquire under WithSyncReplicas when
-// fewer replicas than asked acknowledged the grant within the timeout. The
-// grant is given back before the error returns: a failover could have lost
-// it.
+// ErrNotReplicated is returned under WithSyncReplicas when fewer replicas than
+// asked acknowledged a grant in time. The grant was given back.
 var ErrNotReplicated = errors.New("fairrw: grant not acknowledged by enough replicas")
 
-// ErrPolicyMismatch is returned when a lock name is held under another
-// policy than the Client's: two policies on one name would not exclude each
-// other, so the acquire is refused and nothing is changed.
+// ErrPolicyMismatch is returned when a lock name is held under another policy
+// or as the other kind of lock (Mutex or RWMutex), or a key of another type
+// sits at one of its names. Nothing is changed.
 var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
 
-// ErrClockSkew is returned by an acquire that Redis found older than the
-// accept window while this machine's clock says it was just sent: Redis's
-// clock is ahead of this machine's by more than the unlock timeout, which
-// the idempotence of retries assumes it is not (see WithUnlockTimeout).
+// ErrClockSkew is returned by an acquire when Redis's clock is ahead of this
+// machine's by more than the unlock timeout, as safe retries assume it is not.
 var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")
 
 // tagged is an error that reads once but matches several sentinels
@@ -72,3 +63,7 @@ func (e *tagged) Unwrap() []error { return e.errs }
 // tag returns an error with message msg (which should name the lock and
 // the cause) that errors.Is matches against each of errs.
 func tag(msg string, errs ...error) error { return &tagged{msg: msg, errs: errs} }
+
+// reason is err's message without its leading "fairrw: ", for a message
+// that goes on from a "fairrw: " of its own.
+func reason(err error) string { return strings.TrimPrefix(err.Error(), "fairrw: ") }

@@ -6,29 +6,19 @@ import (
 	"time"
 )
 
-// RLock takes a further read hold for the owner of l: a reentrant read when
-// l is a read, a downgrade when l is the write (unlock the write afterwards
-// and keep reading, with no writer in between). It never waits: the owner
-// holds the lock already. The new Lease has its own lease (WithLease, or the
-// watchdog's) and is unlocked on its own; it keeps the lock held after l is
-// unlocked, and l after it.
-//
-// It returns an error wrapping ErrNotHeld when l has ended or its hold is
-// gone from Redis, and ErrInvalidOption on a Mutex's Lease (a mutex has no
-// read mode).
+// RLock takes a further read hold for the owner of l, without waiting: a
+// reentrant read, or from the write a downgrade, with no writer in between.
+// The new Lease is unlocked on its own. It returns an error wrapping
+// ErrNotHeld when l has ended or its hold is gone, and ErrInvalidOption on a
+// Mutex's Lease.
 func (l *Lease) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return l.tracedFurther(ctx, "fairrw.Lease.RLock", Read, opts)
 }
 
-// Lock takes a further write hold for the owner of l, which must be the
-// write (a reentrant write); it never waits. The new Lease has its own lease
-// and is unlocked on its own, and keeps l's fencing token.
-//
-// From a read it returns an error wrapping ErrUpgrade and ErrNotAcquired: a
-// read is never upgraded to the write (two readers upgrading would wait for
-// each other forever); unlock the read and Lock the handle instead. It
-// returns an error wrapping ErrNotHeld when l has ended or its hold is gone
-// from Redis.
+// Lock takes a further write hold for the owner of l, without waiting. The
+// new Lease is unlocked on its own and keeps l's fencing token. From a read it
+// returns an error wrapping ErrUpgrade and ErrNotAcquired; when l has ended or
+// its hold is gone, an error wrapping ErrNotHeld.
 func (l *Lease) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return l.tracedFurther(ctx, "fairrw.Lease.Lock", Write, opts)
 }

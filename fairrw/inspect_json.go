@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// MarshalText renders the mode as "read" or "write", so that JSON, logs
-// and YAML show a word.
+// MarshalText renders the mode as "read" or "write".
 func (m Mode) MarshalText() ([]byte, error) {
 	if m != Read && m != Write {
 		return nil, fmt.Errorf("fairrw: invalid mode %d", m)

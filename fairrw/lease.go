@@ -9,25 +9,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// A Lease is one granted hold of a lock: a read or the write, from one
-// acquire (Lock, RLock, TryLock, TryRLock) or taken further from another
-// Lease of the same owner (Lease.Lock, Lease.RLock). It is alive until it is
-// unlocked or lost; Done tells which moment that is, and Err why.
-//
-// A Lease taken without WithLease is renewed by its Client's watchdog every
-// third of the lease time. A Lease whose hold Redis no longer has, or whose
-// renewal cannot be confirmed before its local deadline (the time its
-// acquire was sent plus the lease), is lost at once: Done closes and Err
-// returns an error wrapping ErrLeaseLost, even while Redis is unreachable.
-// Work guarded by the lock should stop when Done closes (or its Context,
-// passed to that work, is cancelled).
+// A Lease is one granted hold of a lock, a read or the write. It is alive
+// until it is unlocked or lost; Done tells when, and Err why. Unless taken
+// WithLease, the Client's watchdog renews it. A Lease whose hold Redis no
+// longer has, or whose renewal is not confirmed before its Deadline, is lost
+// at once, even while Redis is unreachable.
 //
 // Every Lease is its own hold: Redis keeps it at least until its Deadline,
-// whatever happens to the other Leases of its owner (released, expired,
-// renewed), and once it has ended it keeps no one out. When every Lease of
-// an owner has been unlocked, the owner holds nothing in Redis.
-//
-// A Lease is safe for concurrent use.
+// whatever happens to the owner's other Leases, and once ended it keeps no one
+// out. Once every Lease of an owner is unlocked, the owner holds nothing. A
+// Lease is safe for concurrent use.
 type Lease struct {
 	m        *RWMutex
 	own      *owner // the owner the hold was granted under
@@ -108,7 +99,7 @@ func (l *Lease) Err() error {
 }
 
 // Deadline returns the time until which the lease is known to be held: the
-// acquire's (or the last confirmed renewal's) send time plus the lease.
+// send time of its acquire, or of its last confirmed renewal, plus the lease.
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -116,22 +107,14 @@ func (l *Lease) Deadline() time.Time {
 }
 
 // Unlock releases the hold, and returns by ctx's deadline whatever Redis
-// does. It retries safely: a retry returns the first answer. It returns nil
-// once Redis confirmed the release, and ErrNotHeld if the lease was
-// unlocked before or lost, or if Redis no longer had it.
+// does. It returns nil once Redis confirmed the release, and an error wrapping
+// ErrNotHeld if the lease was unlocked before, lost, or gone from Redis. A
+// retry gets the first answer. The owner's other Leases keep their holds.
 //
-// When ctx ends before Redis confirms the release (a deferred Unlock of a
-// cancelled request is given a few milliseconds more), Unlock returns an
-// error wrapping ctx's error, the lease ends (Done closes, Err wraps
-// ErrLeaseLost), and the release goes on in the background, owned by the
-// Client, until Redis confirms it or the hold has run out there: a
-// cancelled request never leaves a lock held past its lease. With a ctx
-// that cannot end, Unlock waits for one try, bounded by the unlock timeout
-// (WithUnlockTimeout), and leaves any further tries to the background.
-//
-// The owner's other Leases keep their holds; once the last of them is
-// unlocked, the owner holds nothing. Unlock of a nil Lease (the result of
-// an acquire that failed) returns ErrNotHeld, and sends nothing.
+// When ctx ends first, Unlock returns an error wrapping ctx's error, the
+// lease ends (ErrLeaseLost), and the release goes on in the background until
+// Redis confirms it or the hold runs out. A nil Lease returns ErrNotHeld and
+// sends nothing.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
@@ -142,11 +125,9 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // errNilLease is Unlock's answer for a nil Lease.
 var errNilLease = fmt.Errorf("%w: Unlock of a nil Lease (its acquire failed)", ErrNotHeld)
 
-// Guard returns a context derived from ctx (its values, deadline and
-// trace) that is also cancelled when the lease ends, with the lease's end
-// as its cause (see Context), and the function that releases it. Pass it
-// to the work the lock guards: the work then stops when the request or the
-// lock ends, whichever comes first. It starts no goroutine.
+// Guard returns a context derived from ctx that is also cancelled when the
+// lease ends, with the lease's end as its cause, and its cancel function. It
+// starts no goroutine.
 func (l *Lease) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
 	return guard(ctx, l.Context())
 }
@@ -155,6 +136,11 @@ func (l *Lease) Guard(ctx context.Context) (context.Context, context.CancelFunc)
 func guard(ctx, lease context.Context) (context.Context, context.CancelFunc) {
 	joined, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(lease, func() { cancel(context.Cause(lease)) })
+	if lease.Err() != nil {
+		// Ended already: AfterFunc would cancel on a goroutine, a moment
+		// after the caller may have started work under it.
+		cancel(context.Cause(lease))
+	}
 	return joined, func() {
 		stop()
 		cancel(context.Canceled)
@@ -248,13 +234,13 @@ func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
 	res, err := l.releaseOnce(ctx, unreachableFails)
 	switch {
 	case err != nil:
-		l.end(fmt.Errorf("%w: unlock failed: %w", ErrLeaseLost, err), lossUnlockFailed)
+		l.end(tag("fairrw: lease lost: "+reason(err), ErrLeaseLost, err), lossUnlockFailed)
 		if !definite(err) && !unreachableFails {
 			l.followUp()
 		}
 		return err
 	case res == releaseNotHeld:
-		l.end(fmt.Errorf("%w: Redis no longer had the hold at unlock", ErrLeaseLost), lossGone)
+		l.end(fmt.Errorf("%w: %q: Redis no longer had the hold at unlock", ErrLeaseLost, l.Name()), lossGone)
 		return fmt.Errorf("%w: %q: Redis no longer had the hold", ErrNotHeld, l.Name())
 	default:
 		l.end(nil, lossNone)
@@ -372,37 +358,21 @@ func (l *Lease) renewable() bool {
 	return l.watchdog && l.state == leaseHeld
 }
 
-// WokenBy names the wake-up that ended the acquire's wait: "pubsub" (a
-// release's message), "invalidation" (client tracking saw the lock key
-// change), "timer" (the PTTL bound ran out), "resubscribe" (the subscription
-// was re-made), "handover" (another waiter passed its turn on), or "" when
-// the lock was granted without waiting.
+// WokenBy names what ended the acquire's wait: "pubsub", "invalidation",
+// "timer", "resubscribe", "handover", "grant" or "reply"; or "" when the lock
+// was granted without waiting.
 func (l *Lease) WokenBy() string { return l.woken.String() }
 
 // Token returns the lease's fencing token. A write grant's token is strictly
-// greater than every token granted before for this lock name (a further
-// write hold keeps its owner's token); a read grant returns the last write
-// token still known, or 0. Pass it to the storage the lock guards and have
-// it refuse a token lower than the highest it has seen: a holder whose lease
-// was lost without its knowing (a long pause, a failover) is then refused
-// there.
-//
-// Tokens need no key that outlives the lock. A write token is the Redis
-// server's clock in microseconds (about 1.8e15 in 2026), or one more than
-// the lock's last token if that is higher; the last token is kept beside the
-// lock for a second, and once it is gone the clock has passed it. So tokens increase across idle periods,
-// across a Redis restart without persistence and across a failover, as long
-// as the server clocks (NTP-synchronized) never step back by more than the
-// time between two write grants of the name. What this gives up against a
-// counter: tokens are not 1, 2, 3 (no count of writers), and a server clock
-// set back by hand, or a promoted replica whose clock is behind by more than
-// the failover took, can mint a lower token: the storage then refuses it
-// (safe), until the clock passes the highest token it saw.
+// greater than every token granted before for this lock name; a further write
+// hold keeps its owner's. A read returns the last write token still known, or
+// 0. Have the guarded storage refuse a token lower than the highest it has
+// seen: a holder that lost its lease unaware is then refused there. Tokens
+// rely on Redis's clock (docs/reliability.md).
 func (l *Lease) Token() uint64 { return l.token }
 
-// Owner returns the owner the hold was granted under, "<client uuid>:<n>" as
-// written to Redis: one per acquire, shared by the further holds taken from
-// its Leases.
+// Owner returns the owner the hold was granted under, "<client uuid>:<n>" in
+// Redis. The further holds taken from its Leases share it.
 func (l *Lease) Owner() string { return l.own.id }
 
 // later returns the later of a and b.
@@ -417,7 +387,7 @@ func later(a, b time.Time) time.Time {
 // (err is why) or unlocked (err is nil).
 func endedBefore(name string, err error) error {
 	if err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrNotHeld, name, err)
+		return tag("fairrw: lock not held: "+reason(err), ErrNotHeld, err) // err names the lock
 	}
 	return fmt.Errorf("%w: %q: already unlocked", ErrNotHeld, name)
 }

@@ -7,9 +7,8 @@ import (
 	"github.com/fairrw/rwlock/internal/slot"
 )
 
-// MaxNameLength is the longest lock name accepted, in bytes. Redis allows
-// longer keys, but a lock name that long is a bug, and every key and message
-// of the lock repeats it.
+// MaxNameLength is the longest lock name accepted, in bytes (else
+// ErrInvalidName).
 const MaxNameLength = 4096
 
 // reservedPrefix starts every key fairrw adds beside a lock ("fairrw:{N}",

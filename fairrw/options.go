@@ -17,8 +17,7 @@ import (
 const (
 	// DefaultLeaseTime is the watchdog lease, as Redisson's lockWatchdogTimeout.
 	DefaultLeaseTime = 30 * time.Second
-	// DefaultUnlockTimeout bounds each try of a release or a give-back
-	// (see WithUnlockTimeout).
+	// DefaultUnlockTimeout is the default of WithUnlockTimeout.
 	DefaultUnlockTimeout = 5 * time.Second
 )
 
@@ -69,9 +68,7 @@ func defaultConfig() config {
 }
 
 // WithClient makes the Client use an existing rueidis client, which the
-// caller keeps ownership of: Close does not close it. Waiters are then woken
-// by pub/sub and by the PTTL bound only, since fairrw cannot install its
-// client-side-caching invalidation hook on a client it did not build.
+// caller keeps and closes. Its waiters then wake without client tracking.
 func WithClient(c rueidis.Client) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {
@@ -82,12 +79,9 @@ func WithClient(c rueidis.Client) Option {
 	})
 }
 
-// WithURL makes the Client build its own rueidis client from a Redis URL,
-// as WithClientOption does: redis://[user:password@]host:port[/db],
-// rediss:// for TLS, or unix:///path, with the query options rueidis.ParseURL
-// reads (addr for more seed addresses, master_set for Sentinel, dial_timeout
-// and so on). A URL that does not parse returns an error wrapping
-// ErrInvalidOption, which never includes the password; nothing is sent.
+// WithURL makes the Client build its own rueidis client from a Redis URL, as
+// rueidis.ParseURL reads it. A URL that does not parse returns an error
+// wrapping ErrInvalidOption, which never includes the password.
 func WithURL(url string) Option {
 	return optionFunc(func(cfg *config) error {
 		opt, err := rueidis.ParseURL(url)
@@ -103,13 +97,8 @@ func WithURL(url string) Option {
 }
 
 // WithClientOption makes the Client build its own rueidis client from opt,
-// which it closes on Close. Unless opt.DisableCache or opt.AlwaysRESP2 is
-// set, fairrw installs an invalidation hook and has the Redisson policy's
-// waiters track the lock key (rueidis's default OPTIN client tracking), so
-// that they are also woken when it changes or expires, even by a change
-// Java publishes nothing for. The fair policies' releases name who may
-// enter, so their waiters need no tracking.
-// opt.OnInvalidations and opt.ClientTrackingOptions must be unset.
+// and close it on Close. opt.OnInvalidations and opt.ClientTrackingOptions
+// must be unset: fairrw sets them, unless opt.DisableCache or AlwaysRESP2 is.
 func WithClientOption(opt rueidis.ClientOption) Option {
 	return optionFunc(func(cfg *config) error {
 		if len(opt.InitAddress) == 0 {
@@ -123,13 +112,8 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 	})
 }
 
-// WithTracerProvider makes the Client trace with tp: a span around every
-// acquire (fairrw.Lock, fairrw.RLock, fairrw.TryLock, fairrw.TryRLock), a
-// child of the caller's span; one around every Unlock; one per watchdog
-// round (fairrw.renew); and one for every lease lost (fairrw.lease.lost),
-// linked to its acquire. The default is the global provider
-// (otel.GetTracerProvider) as it is when New runs; with a no-op provider
-// spans cost nothing but the calls.
+// WithTracerProvider makes the Client trace acquires, Unlocks, watchdog rounds
+// and lost leases with tp. The default is the global provider at New.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(cfg *config) error {
 		if tp == nil {
@@ -140,12 +124,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
-// WithMeterProvider makes the Client record its metrics with mp:
-// fairrw.acquire.duration and fairrw.hold.duration (histograms, seconds),
-// fairrw.holds.active and fairrw.waiters (up-down counters),
-// fairrw.renewals, fairrw.renewal.failures and fairrw.leases.lost
-// (counters). The default is the global provider (otel.GetMeterProvider).
-// Every attribute set is built once, so recording allocates nothing.
+// WithMeterProvider makes the Client record its metrics with mp. The default
+// is the global provider. Recording allocates nothing.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(cfg *config) error {
 		if mp == nil {
@@ -156,9 +136,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithLogger makes the Client log to l what goes wrong: failed acquires
-// and unlocks (Warn), failed renewal rounds (Warn) and lost leases (Error;
-// Info for those ended by Close). The default is silent.
+// WithLogger makes the Client log failures (Warn) and lost leases (Error;
+// Info when Close ended them) to l. The default is silent.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(cfg *config) error {
 		if l == nil {
@@ -169,15 +148,10 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// WithSyncReplicas makes every grant wait until n replicas acknowledged it
-// (Redis WAIT n timeout, sent behind each acquire attempt on the same
-// connection), and fail with ErrNotReplicated, giving the grant back, when
-// fewer did within timeout. Redis replicates asynchronously: without it, a
-// failover right after a grant can promote a replica that never saw it, and
-// two holders overlap. With it the window narrows to what WAIT cannot
-// cover (a replica that acknowledged but is not the one promoted; see the
-// README), at the cost of a replication round trip per attempt. Fencing
-// tokens remain the safe guard. Off by default.
+// WithSyncReplicas makes every grant wait for n replicas to acknowledge it
+// (WAIT). When fewer did within timeout, the grant is given back and the
+// acquire fails with ErrNotReplicated. Off by default. It narrows the window
+// in which a failover loses a grant; fencing tokens remain the guarantee.
 func WithSyncReplicas(n int, timeout time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if n < 1 || timeout <= 0 {
@@ -201,8 +175,7 @@ func WithPolicy(p Policy) Option {
 }
 
 // WithLeaseTime sets the watchdog lease: a lock taken without WithLease is
-// held for d and renewed every d/3 while the Client lives. The default is
-// 30s, as Redisson's lockWatchdogTimeout.
+// held for d and renewed every d/3. The default is DefaultLeaseTime.
 func WithLeaseTime(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d < 3*time.Millisecond {
@@ -213,14 +186,10 @@ func WithLeaseTime(d time.Duration) Option {
 	})
 }
 
-// WithUnlockTimeout bounds each try of a release or a give-back (the
-// clean-up after a cancelled Lock) that has no deadline of its own: an
-// Unlock whose ctx cannot end, and the tries the Client goes on making in
-// the background after a caller has gone. It also sets how long one
-// command is retried, and how long Redis remembers an unlock's answer and
-// an acquire's attempt (the small keys that make a retry after a lost
-// reply count once): about twice this timeout. No call waits for it past
-// its ctx. The default is 5s.
+// WithUnlockTimeout bounds each try of a release or a give-back that has no
+// deadline of its own. Redis remembers an unlock's answer and an acquire's
+// attempt for about twice d, so that a retry counts once. No call waits for it
+// past its ctx. The default is DefaultUnlockTimeout.
 func WithUnlockTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d <= 0 {
@@ -232,8 +201,7 @@ func WithUnlockTimeout(d time.Duration) Option {
 }
 
 // WithPublishCommand overrides how releases publish and waiters subscribe.
-// The default, PublishAuto, does what Java Redisson does, so that Go and
-// Java waiters hear each other.
+// The default, PublishAuto, does as Java Redisson does.
 func WithPublishCommand(p PublishCommand) Option {
 	return optionFunc(func(cfg *config) error {
 		switch p {
@@ -245,9 +213,8 @@ func WithPublishCommand(p PublishCommand) Option {
 	})
 }
 
-// WithClientTracking turns the client-side-caching wake-up path on or off
-// for a client built by WithClientOption. The default is on; it is off
-// whenever the connection cannot track keys (DisableCache, RESP2).
+// WithClientTracking turns the client-tracking wake-up path of WithClientOption
+// on or off. It is on where the connection supports it.
 func WithClientTracking(on bool) Option {
 	return optionFunc(func(cfg *config) error {
 		cfg.tracking = on
@@ -291,9 +258,8 @@ var notifyWhenFree AcquireOption = acquireOptionFunc(func(c *acquireConfig) erro
 	return nil
 })
 
-// WithLease holds the lock for exactly d unless unlocked earlier: there is
-// no renewal, and the Lease's Done closes with ErrLeaseLost when d has
-// passed. The default is the watchdog lease (WithLeaseTime), renewed.
+// WithLease holds the lock for exactly d, without renewal: Done closes with
+// ErrLeaseLost once d has passed, unless the lease was unlocked before.
 func WithLease(d time.Duration) AcquireOption {
 	return acquireOptionFunc(func(c *acquireConfig) error {
 		if d <= 0 {

@@ -13,12 +13,9 @@ import (
 	"github.com/fairrw/rwlock/internal/script"
 )
 
-// A Policy decides which waiter a lock admits next. Every policy has the same
-// API; they differ in whom they make wait. Choose one with WithPolicy.
-// Policies are values of this package only (the interface is sealed).
-//
-// One lock name must be used under one policy: an acquire under another
-// policy than the one holding the name fails with ErrPolicyMismatch.
+// A Policy decides which waiter a lock admits next; choose one with
+// WithPolicy. An acquire under another policy than the one holding the name
+// fails with ErrPolicyMismatch and changes nothing.
 type Policy interface {
 	// String names the policy, for logs and metrics.
 	String() string
@@ -263,7 +260,7 @@ func redisError(err error) error {
 type policyError struct{ msg string }
 
 // Error says which policy holds the name.
-func (e *policyError) Error() string { return ErrPolicyMismatch.Error() + ": " + e.msg }
+func (e *policyError) Error() string { return "fairrw: " + e.msg }
 
 // Unwrap makes errors.Is(err, ErrPolicyMismatch) hold.
 func (e *policyError) Unwrap() error { return ErrPolicyMismatch }

@@ -14,21 +14,14 @@ import (
 	"github.com/fairrw/rwlock/lua"
 )
 
-// WriterPreferring returns the policy under which a writer that waits turns
-// new readers away, so a writer waits at most for the read holds present
-// when it arrived. Waiting writers are queued first-come-first-served by a
-// server-side sequence, each entry with a deadline that its waiter
-// refreshes, so a writer that dies blocks readers no longer than its entry's
-// lease. An owner that already holds the lock always gets a further read
-// (no reentrancy deadlock). Readers can starve under a steady stream of
-// writers. It is the default policy.
+// WriterPreferring returns the default policy: a waiting writer turns new
+// readers away, so it waits at most for the reads held when it arrived and
+// the writers queued before it. A steady stream of writers can starve readers.
 func WriterPreferring() Policy { return fairPolicy{label: "writer-preferring"} }
 
 // PhaseFair returns the policy under which read and write phases alternate:
-// when a write ends, every reader waiting at that moment enters before the
-// next writer; while readers hold the lock and a writer waits, new readers
-// wait; writers are served first-come-first-served. No reader waits for more
-// than one write phase, and no writer starves.
+// no reader waits for more than one write phase, and no writer starves.
+// Writers are served first-come-first-served.
 func PhaseFair() Policy { return fairPolicy{label: "phase-fair"} }
 
 // fairPolicy is both fair policies: one state machine (lua/fair_lib.lua),

@@ -24,8 +24,9 @@ var (
 	redissonLockForceUnlock = script.New("redisson_lock_force_unlock", false)
 )
 
-// mutexPolicyName names the Mutex's wire format in telemetry.
-const mutexPolicyName = "redisson-mutex"
+// mutexPolicyName names the Mutex's wire format in telemetry, as Inspect
+// reports it.
+const mutexPolicyName = PolicyMutex
 
 func (mutexPolicy) name() string { return mutexPolicyName }
 

@@ -12,11 +12,8 @@ import (
 	"github.com/fairrw/rwlock/lua"
 )
 
-// Redisson returns the policy that is wire-compatible with Java Redisson's
-// RReadWriteLock: the same hash, fields, lease keys, channel and messages, so
-// Go and Java services can share one lock. It is reader-preferring: a read
-// is granted whenever no other owner holds the write, so a steady stream of
-// overlapping readers can starve writers (Redisson calls it non-fair).
+// Redisson returns the policy that shares locks with Java Redisson's
+// RReadWriteLock. It prefers readers: overlapping readers can starve writers.
 func Redisson() Policy { return redissonPolicy{} }
 
 type redissonPolicy struct{}

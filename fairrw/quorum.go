@@ -6,43 +6,13 @@ import (
 	"time"
 )
 
-// A Quorum locks over several independent Redis deployments (Redlock): a
-// grant needs a majority of them, so that the lock survives the loss of a
-// minority. Each node is a Client of its own (its own Redis, its own
-// watchdog); the Quorum holds a hold on every node it can and counts them.
-//
-// What a grant means. A quorum lease is granted when a majority of nodes
-// granted their hold and time is left: the holds were each counted from
-// their own attempt's send, and the quorum's deadline is the majority-th
-// latest of the nodes' deadlines minus a clock-drift allowance (WithClockDrift). Every
-// node's watchdog renews its hold in its Client's batched round; the quorum
-// lease is lost (Done) as soon as fewer than a majority of nodes still hold
-// it, or its deadline passes unconfirmed. Two majorities always share a
-// node, so a write quorum excludes every other write and read quorum, under
-// every Policy: the node they share refuses one of them.
-//
-// What it assumes. Leases are timed by clocks: the nodes' expiry (Redis's
-// clock) and the holder's deadline (this process's monotonic clock) must
-// advance at about the same rate, within the drift allowance. A node
-// restarted without persistence forgets its holds at once; if that node was
-// part of a majority, another majority can be granted while the first holder
-// still believes it holds the lock. Run the nodes with AOF (appendfsync
-// always for this guarantee), or keep a restarted node out for a lease
-// before it serves again. A holder paused (GC, swap, a stopped VM) past its
-// deadline resumes believing it holds the lock until its next check of Done.
-// This is the Redlock debate (Kleppmann, "How to do distributed locking",
-// 2016; Sanfilippo, "Is Redlock safe?"): a lease lock, on one node or many,
-// cannot stop a paused holder from acting late. Fencing tokens can: pass
-// QuorumLease.Token to the storage the lock guards and have it refuse a
-// token lower than the highest it has seen.
-//
-// Fairness. Each node admits as its Policy says, but a quorum waiter does
-// not keep a place in a fair policy's queue between its rounds: the
-// writer-preferring and phase-fair promises hold per node, not across a
-// quorum. Contending quorum waiters that split the nodes between them give
-// their partial holds back and retry after a random delay, as Redlock does.
-//
-// A Quorum does not own its Clients: close them after the Quorum.
+// A Quorum locks over several independent Redis deployments (Redlock), one
+// Client each. A grant needs a majority of them, so the lock survives the loss
+// of a minority, and a write quorum excludes every other quorum. Policies are
+// fair per node only. It assumes the nodes' and the holder's clocks run at
+// about the same rate (WithClockDrift), and that no node restarts without its
+// data (docs/quorum.md). A Quorum does not own its Clients: close them after
+// it.
 type Quorum struct {
 	clients     []*Client
 	majority    int
@@ -79,13 +49,9 @@ const DefaultClockDrift = 0.01
 // coarse at the millisecond scale.
 const driftFloor = 2 * time.Millisecond
 
-// WithNodeTimeout bounds how long one round of a quorum acquire waits for a
-// node: a node that has not answered by then counts as refusing (what it
-// grants later is given back). A node that refuses connections counts as
-// refusing at once; the timeout is what a node that does not answer
-// (paused, cut off) costs each round. It should be small against the
-// lease. The default is a hundredth of the lease, at least 50ms and at
-// most 1s.
+// WithNodeTimeout bounds how long a quorum round waits for a node; one that
+// has not answered counts as refusing, and what it grants later is given back.
+// The default is a hundredth of the lease, from 50ms to 1s.
 func WithNodeTimeout(d time.Duration) QuorumOption {
 	return quorumOptionFunc(func(c *quorumConfig) error {
 		if d <= 0 {
@@ -96,10 +62,9 @@ func WithNodeTimeout(d time.Duration) QuorumOption {
 	})
 }
 
-// WithClockDrift sets the clock-drift allowance as a fraction of the lease
-// (0 to 0.5): a quorum lease ends that much (plus 2ms) before the nodes'
-// holds would expire, for clocks that run at slightly different rates. The
-// default is DefaultClockDrift.
+// WithClockDrift sets the clock-drift allowance as a fraction of the lease (0
+// to 0.5): a quorum lease ends that much (plus 2ms) before the nodes' holds
+// would expire. The default is DefaultClockDrift.
 func WithClockDrift(fraction float64) QuorumOption {
 	return quorumOptionFunc(func(c *quorumConfig) error {
 		if !(fraction >= 0 && fraction <= 0.5) {
@@ -111,10 +76,9 @@ func WithClockDrift(fraction float64) QuorumOption {
 }
 
 // NewQuorum returns a Quorum over clients, one per independent Redis
-// deployment (an odd number, 3 or 5, is usual: 2f+1 nodes survive the loss
-// of f). The clients must be distinct, open, and share one Policy and one
-// lease time (WithLeaseTime). Invalid input returns an error wrapping
-// ErrInvalidOption, and nothing is sent to Redis.
+// deployment. They must be distinct, open, and share one Policy and lease
+// time. Invalid input returns an error wrapping ErrInvalidOption, and nothing
+// is sent to Redis.
 func NewQuorum(clients []*Client, opts ...QuorumOption) (*Quorum, error) {
 	cfg := quorumConfig{driftFactor: DefaultClockDrift}
 	for _, o := range opts {
@@ -168,11 +132,9 @@ func (q *Quorum) drift(d time.Duration) time.Duration {
 	return time.Duration(float64(d)*q.driftFactor) + driftFloor
 }
 
-// Close waits for the node attempts that were still running when their
-// round was decided (each gives back what it was granted, within its
-// Client's unlock timeout). It does not close the Clients, nor end the
-// quorum leases held: close the Clients for that. Calls after Close return
-// ErrClosed.
+// Close waits for the node attempts still running after their round was
+// decided, each giving back what it was granted. It does not close the
+// Clients, nor end the quorum leases held. Calls after Close return ErrClosed.
 func (q *Quorum) Close() error {
 	q.mu.Lock()
 	q.closed = true

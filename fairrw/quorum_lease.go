@@ -8,14 +8,10 @@ import (
 	"time"
 )
 
-// A QuorumLease is one granted hold of a lock over a Quorum: a hold on each
-// of at least a majority of nodes, each a Lease of its node's Client and
-// renewed by that Client's watchdog. It is alive until it is unlocked or
-// lost: lost as soon as fewer than a majority of its node leases are alive
-// (each node lease is lost as a Lease is: found gone, or not confirmed
-// before its deadline), or when its own deadline passes (see Deadline). On
-// loss the node holds that remain are given back. A QuorumLease is safe for
-// concurrent use.
+// A QuorumLease is one granted hold of a lock on at least a majority of a
+// Quorum's nodes. It is lost as soon as fewer than a majority of its node
+// leases are alive, or its Deadline passes; the node holds left are then given
+// back. A QuorumLease is safe for concurrent use.
 type QuorumLease struct {
 	m      *QuorumRWMutex
 	mode   Mode
@@ -56,19 +52,13 @@ func (l *QuorumLease) Name() string { return l.m.name }
 // Mode returns Read or Write.
 func (l *QuorumLease) Mode() Mode { return l.mode }
 
-// Token returns the fencing token: the highest token among the nodes that
-// granted the lease. A write grant raised every granting node's counter to
-// it before it was returned, and any later majority shares a node with this
-// one, so later write grants get greater tokens (see Lease.Token for how to
-// use it).
+// Token returns the fencing token, the highest of the granting nodes'. Any
+// later majority shares a node with this one, so later write grants get
+// greater tokens (see Lease.Token).
 func (l *QuorumLease) Token() uint64 { return l.token }
 
-// WokenBy names what ended the acquire's last sleep before the round that
-// granted the lease, as Lease.WokenBy: "pubsub" or "invalidation" (a release
-// on some node), "timer" (the retry bound ran out), "" when it was granted
-// without sleeping. A split round's random pause is not a sleep: a release
-// seen on one node while the others still held can split a round, and the
-// grant after the pause is still that release's doing.
+// WokenBy names what ended the acquire's last sleep, as Lease.WokenBy:
+// "pubsub", "invalidation", "timer", or "" when it did not sleep.
 func (l *QuorumLease) WokenBy() string { return l.woken.String() }
 
 // Done returns a channel closed when the lease ends: unlocked or lost.
@@ -94,9 +84,8 @@ func (l *QuorumLease) Nodes() int {
 }
 
 // Deadline returns the time until which the lease is known to be held: the
-// majority-th latest deadline of its alive node leases (each counted from
-// its attempt's, or its last confirmed renewal's, send) minus the clock-drift
-// allowance. It is the zero time once fewer than a majority are alive.
+// majority-th latest deadline of its node leases, minus the clock-drift
+// allowance, or the zero time once fewer than a majority are alive.
 func (l *QuorumLease) Deadline() time.Time { return l.deadline() }
 
 func (l *QuorumLease) deadline() time.Time {
@@ -107,14 +96,12 @@ func (l *QuorumLease) deadline() time.Time {
 	return d.Add(-l.drift)
 }
 
-// Unlock releases the hold on every node, at once, and returns by ctx's
-// deadline. It returns nil when a majority of nodes released it, an error
-// wrapping ctx's error when ctx ended first (the lease ends, and each
-// node's release goes on in the background, as Lease.Unlock's does), and
-// ErrNotHeld if the lease was unlocked before or lost, or fewer than a
-// majority still had it.
-//
-// Unlock of a nil QuorumLease returns ErrNotHeld, and sends nothing.
+// Unlock releases the hold on every node at once, and returns by ctx's
+// deadline. It returns nil when a majority of nodes released it, and an error
+// wrapping ErrNotHeld if the lease was unlocked before, lost, or held by fewer
+// than a majority. When ctx ends first, it returns an error wrapping ctx's
+// error, the lease ends, and the releases go on in the background. A nil
+// QuorumLease returns ErrNotHeld and sends nothing.
 func (l *QuorumLease) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
@@ -139,7 +126,7 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 	if freed < l.m.q.majority {
 		err := fmt.Errorf("%w: %q: released on %d of %d nodes, %d needed", ErrLeaseLost, l.Name(), freed, len(l.leases), l.m.q.majority)
 		l.finish(err, false)
-		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+		return tag("fairrw: lock not held: "+reason(err), ErrNotHeld, err)
 	}
 	l.finish(nil, false)
 	return nil

@@ -12,13 +12,9 @@ import (
 	"github.com/fairrw/rwlock/internal/script"
 )
 
-// A QuorumRWMutex is a handle on one read-write lock held over a Quorum's
-// nodes: on each node it is an RWMutex handle of that node's Client, with the
-// same name. Every acquire on it is a new owner on every node, so goroutines
-// that share a handle exclude each other, and a grant needs a majority of
-// nodes. Quorum leases take no further holds (no reentrancy or downgrade):
-// an owner that needs them holds a single-node lock. Get handles from
-// Quorum.RWMutex; it may be shared by goroutines and must not be copied.
+// A QuorumRWMutex is a handle on one read-write lock over a Quorum's nodes.
+// Every acquire is a new owner on every node, so goroutines may share a
+// handle. Quorum leases take no further holds. Do not copy a handle.
 type QuorumRWMutex struct {
 	q     *Quorum
 	name  string
@@ -27,7 +23,7 @@ type QuorumRWMutex struct {
 }
 
 // RWMutex returns a handle on the lock name over every node of the quorum.
-// An invalid name is reported by the handle's first call (ErrInvalidName).
+// An invalid name fails the handle's first call (ErrInvalidName).
 func (q *Quorum) RWMutex(name string) *QuorumRWMutex {
 	m := &QuorumRWMutex{q: q, name: name}
 	for _, c := range q.clients {
@@ -44,11 +40,8 @@ func (q *Quorum) RWMutex(name string) *QuorumRWMutex {
 func (m *QuorumRWMutex) Name() string { return m.name }
 
 // Lock takes the write lock on a majority of nodes, waiting until it is
-// granted or ctx is done. Between rounds it sleeps until a release on any
-// node (pub/sub or invalidation) or at the latest the PTTL a refusing node
-// returned; after a round that split the nodes with other waiters, it first
-// waits a random delay. A round gives back every hold it got unless it got a
-// majority, so nothing stays behind when ctx ends.
+// granted or ctx is done. A round that got no majority gives back every hold
+// it got, so nothing stays held when ctx ends.
 func (m *QuorumRWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
 	return m.traced(ctx, "fairrw.Quorum.Lock", Write, true, opts)
 }
@@ -156,7 +149,7 @@ func (m *QuorumRWMutex) waitError(err error) error {
 	if errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
-	return fmt.Errorf("fairrw: waiting for %q on a quorum: %w", m.name, err)
+	return tag(fmt.Sprintf("fairrw: waiting for %q on a quorum: %s", m.name, reason(err)), err)
 }
 
 // nodeResult is one node's answer in a round.

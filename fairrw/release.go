@@ -90,10 +90,10 @@ func (m *RWMutex) send(ctx context.Context, rc *releaseCall, unreachableFails bo
 		}
 		rc.reached = rc.reached || !unsent(err)
 		if definite(err) || (unreachableFails && !rc.reached) {
-			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
+			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
 		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || sleepCtx(ctx, nil, backoff) != nil {
-			return res, fmt.Errorf("fairrw: unlock %q: %w", m.keys.name, err)
+			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
 		backoff = min(backoff*2, maxRetryBackoff)
 	}

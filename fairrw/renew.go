@@ -225,7 +225,7 @@ func (r *renewer) close() {
 	r.stop()
 	<-r.done
 	for _, l := range r.all() {
-		l.end(errClosedLease, lossClosed)
+		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.Name()), errClosedLease), lossClosed)
 	}
 }
 

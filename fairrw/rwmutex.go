@@ -6,24 +6,11 @@ import (
 	"time"
 )
 
-// An RWMutex is a handle on one distributed read-write lock. Many owners
-// may hold reads together; the write is held by one owner alone. Get it from
-// Client.RWMutex; it may be shared by goroutines and must not be copied.
-//
-// Every Lock, RLock, TryLock and TryRLock call is a new owner, as a
-// goroutine on a sync.RWMutex is: calls on one handle, from one goroutine or
-// many, exclude each other exactly as calls on two handles, or in two
-// processes, do. A goroutine that holds a read and calls Lock waits for its
-// own read, as with sync.RWMutex (until ctx ends).
-//
-// Reentrancy and downgrade are explicit: Lease.RLock and Lease.Lock take a
-// further hold for the owner of a Lease, which never waits. The write's owner
-// may take reads (a downgrade: release the write and keep reading); a
-// reader never gets the write (no upgrade: ErrUpgrade).
-//
-// Which waiter is admitted next is the Client's Policy. Each hold is its
-// own Lease, with its own lease time: no release of one shortens another,
-// and a Lease that ended stops counting (see Lease).
+// An RWMutex is a handle on one distributed read-write lock. Every Lock,
+// RLock, TryLock and TryRLock is a new owner: calls on one handle exclude each
+// other as calls from two processes do, and a goroutine that holds a read and
+// calls Lock waits for its own read. Reentrancy and downgrade are explicit
+// (Lease.Lock, Lease.RLock). A handle may be shared and must not be copied.
 type RWMutex struct {
 	c      *Client
 	policy policyImpl // the Client's, or the Redisson RLock format for a Mutex
@@ -35,30 +22,22 @@ type RWMutex struct {
 // Name returns the lock name.
 func (m *RWMutex) Name() string { return m.keys.name }
 
-// Lock takes the write lock, waiting until it is granted or ctx is done.
-// It returns by ctx's deadline whatever Redis does. On cancellation it
-// returns an error wrapping ctx.Err(), and nothing of it stays held: what
-// Redis may have granted or queued for it is given back, in the background
-// if Redis does not answer at once (see Client.Shutdown).
-//
-// A lease is counted from the moment its attempt was first sent; a grant
-// that a release made to a waiting Lock with WithLease (or under
-// WithSyncReplicas) is counted from the attempt that takes it up. An
-// attempt that took longer than the lease to be answered (retried through
-// an outage or a failover) is given back rather than returned already
-// lost: Lock then tries again, and TryLock and TryRLock return
-// ErrNotAcquired.
+// Lock takes the write lock, waiting until it is granted or ctx is done. It
+// returns by ctx's deadline whatever Redis does. On cancellation it returns an
+// error wrapping ctx.Err(), and gives back what Redis granted or queued for
+// it. A grant answered after its lease ran out is given back: Lock tries
+// again, and TryLock and TryRLock return ErrNotAcquired.
 func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Lock", Write, true, opts)
 }
 
-// RLock takes a read lock, waiting until it is granted or ctx is done.
+// RLock takes a read lock, waiting as Lock does.
 func (m *RWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.RLock", Read, true, opts)
 }
 
-// TryLock makes one attempt at the write lock and returns ErrNotAcquired if
-// it is taken.
+// TryLock makes one attempt at the write lock and returns ErrNotAcquired if it
+// is taken.
 func (m *RWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.TryLock", Write, false, opts)
 }
@@ -69,11 +48,10 @@ func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 	return m.traced(ctx, "fairrw.TryRLock", Read, false, opts)
 }
 
-// ForceUnlock frees the lock whoever holds it, but only if it is held in
-// mode, and lets in whoever is next exactly as a release would; it returns
-// ErrNotHeld otherwise. Holders are not told at once: they learn it at
-// their next renewal (or unlock). It returns by ctx's deadline; when ctx
-// ends first, the force-unlock may or may not have reached Redis.
+// ForceUnlock frees the lock whoever holds it, if it is held in mode, and
+// admits whoever is next; otherwise it returns ErrNotHeld. Holders learn it at
+// their next renewal. When ctx ends first, it may or may not have reached
+// Redis.
 func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 	if m.err != nil {
 		return m.err
@@ -92,7 +70,7 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
 	})
 	if err != nil {
-		return fmt.Errorf("fairrw: force unlock %q: %w", m.keys.name, err)
+		return tag(fmt.Sprintf("fairrw: force unlock %q: %s", m.keys.name, reason(err)), err)
 	}
 	if !freed {
 		return fmt.Errorf("%w: %q is not locked for %s", ErrNotHeld, m.keys.name, mode)
@@ -133,7 +111,7 @@ func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
 		return ErrClosed
 	}
-	return fmt.Errorf("fairrw: waiting for %q: %w", m.keys.name, err)
+	return tag(fmt.Sprintf("fairrw: waiting for %q: %s", m.keys.name, reason(err)), err)
 }
 
 // retryBound turns a PTTL into the longest a waiter sleeps: Redis sends

@@ -8,47 +8,18 @@ import (
 	"time"
 )
 
-// Shutdown closes the Client gracefully: it releases in Redis every hold the
-// Client still has, so that their waiters, here and in other processes, are
-// woken at once by the releases (and, under a fair policy, granted by them)
-// instead of waiting for the leases to run out. A service stopping on
-// purpose, as in a rolling deploy, should call Shutdown; Close is the abrupt
-// stop, which leaves the holds to expire as a crash does.
+// Shutdown closes the Client gracefully, as a service stopping on purpose
+// should. It fails later calls and waiting acquires with ErrClosed, giving
+// back a grant that lands meanwhile. It ends every lease still held (Err wraps
+// ErrLeaseLost and ErrClosed), then releases their holds in Redis, so that
+// waiters everywhere are woken at once. It waits for work left to the
+// background, then closes the Client as Close does.
 //
-// In order, Shutdown:
-//   - makes every later call fail with ErrClosed, and wakes every waiting
-//     Lock and RLock with ErrClosed (each withdraws its queue entry); an
-//     acquire that is granted meanwhile gives its grant back and returns
-//     ErrClosed, so no grant that lands during Shutdown is left held;
-//   - ends every Lease still held, before its hold is released, so that the
-//     work it guards is told to stop before anyone else can be granted the
-//     lock: Done closes, Context is cancelled, and Err wraps ErrLeaseLost and
-//     ErrClosed; an Unlock already under way finishes and decides its own
-//     lease's end;
-//   - releases the holds, every owner's holds (reentrant, downgraded, taken
-//     WithLease, of a Mutex or of any policy, and the node holds of quorum
-//     leases on this Client) in one release per owner, sent concurrently
-//     (64 at a time, pipelined by rueidis);
-//   - waits for the work that calls left to the background (the give-back
-//     of a cancelled Lock's grant, an Unlock that Redis had not confirmed
-//     when its caller returned);
-//   - closes the Client as Close does.
-//
-// Shutdown returns by ctx's deadline (or soon after its cancellation),
-// whatever Redis does: when ctx ends first (Redis does not answer, say),
-// Shutdown gives up its releases and the background work, leaves what is
-// not released to expire with its lease, closes the Client anyway and
-// returns an error wrapping ctx.Err(); the calls under way are stopped, and
-// a rueidis client that the Client built finishes closing its connections
-// after Shutdown has returned. Shutdown returns nil when every hold was
-// released or found gone already.
-//
-// Shutdown is safe for concurrent use: a call while another runs waits for
-// it (or for its own ctx) and returns its result. After Close it returns
-// ErrClosed, since Close left the holds to expire; Close after Shutdown does
-// nothing, and Close during Shutdown cuts it short. A quorum lease that
-// loses its majority through a node's Shutdown is lost, and gives back its
-// other nodes' holds. When Shutdown returns, the Client is closed.
+// Shutdown returns by ctx's deadline, or soon after its cancellation, whatever
+// Redis does; then the error wraps ctx.Err(), and what is not released expires
+// with its lease. It returns nil when every hold was released or found gone.
+// A concurrent call waits for the first; after Close it returns ErrClosed.
+// When Shutdown returns, the Client is closed.
 func (c *Client) Shutdown(ctx context.Context) error {
 	if !c.beginClose(true) {
 		select {
@@ -73,7 +44,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 }
 
 // errShutdownLease is the error of the leases that Shutdown ended.
-var errShutdownLease = fmt.Errorf("%w: %w: the Client shut down and released it", ErrLeaseLost, ErrClosed)
+var errShutdownLease = tag("fairrw: lease lost: the Client shut down and released it", ErrLeaseLost, ErrClosed)
 
 // releaseAll ends every lease still held, lets the calls under way finish
 // (they may take further holds, or give back grants that landed late),
@@ -121,7 +92,7 @@ func (c *Client) stopCause(ctx context.Context) error {
 }
 
 // errCutShort is why a Shutdown stopped releasing when Close was called.
-var errCutShort = fmt.Errorf("%w: Close cut the Shutdown short", ErrClosed)
+var errCutShort = tag("Close cut the Shutdown short", ErrClosed) // always wrapped: "fairrw: shutdown: ..."
 
 // endLeases ends every lease still held (not one an Unlock is releasing)
 // and adds its owner to owners, with the mode its release must name: the
@@ -129,7 +100,7 @@ var errCutShort = fmt.Errorf("%w: Close cut the Shutdown short", ErrClosed)
 // a read.
 func (c *Client) endLeases(owners map[*owner]Mode) map[*owner]Mode {
 	for _, l := range c.renewer.all() {
-		if !l.lose(errShutdownLease, lossClosed) {
+		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.Name()), errShutdownLease), lossClosed) {
 			continue
 		}
 		if mode, ok := owners[l.own]; !ok || mode == Read {
