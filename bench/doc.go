@@ -31,7 +31,7 @@
 // one shared Client; one op is one cycle (two script calls). The baseline does
 // the same number of goroutines with two EVALSHA calls of trivial scripts per
 // cycle through a rueidis client built from the same ClientOption. The
-// issue's target is fairrw cycles/s >= 60% of the baseline's cycles/s of the
+// target is fairrw cycles/s >= 60% of the baseline's cycles/s of the
 // same flushdelay in the same run. transport=tracking is fairrw's default
 // (rueidis's OPTIN client tracking, armed only by waiting attempts);
 // transport=no-tracking sets DisableCache. The names without a policy key

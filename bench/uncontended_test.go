@@ -29,7 +29,7 @@ var uncontendedPolicies = []struct {
 	policy fairrw.Policy
 }{
 	{"", fairrw.Redisson()},
-	{"writer-preferring", fairrw.WriterPreferring()}, // the default policy: issue 15's target
+	{"writer-preferring", fairrw.WriterPreferring()}, // the default policy: the uncontended target's
 }
 
 // BenchmarkUncontended: 64 goroutines, each on its own lock name, doing

@@ -131,7 +131,7 @@ func TestWakeRules(t *testing.T) {
 		}
 	})
 	t.Run("one grant told twice wakes its writer once, and its leaving wakes no one", func(t *testing.T) {
-		// Issue 15: the second signal of one grant stayed pending until
+		// Found measuring script calls per grant: the second signal of one grant stayed pending until
 		// the granted writer left, which passed it on to a writer that
 		// then made an attempt for nothing (0.16 script calls per grant).
 		for _, replyFirst := range []bool{true, false} {

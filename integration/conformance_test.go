@@ -18,7 +18,7 @@ import (
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
-// The randomized, model-based conformance test of issue 14 ("make sure none
+// The randomized, model-based conformance test (asked for as "make sure none
 // of this kind is left"). Workers over several Clients (some through fault
 // proxies) and a few lock names run random mixes of Lock, RLock, TryLock and
 // TryRLock on shared handles (every call a new owner) and on private ones

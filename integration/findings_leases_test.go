@@ -1,13 +1,13 @@
 package integration
 
-// Finding 1 of issue 14: a hold is not a thing in Redis, its owner's count
+// Finding 1 of the review: a hold is not a thing in Redis, its owner's count
 // is. The rule every test here checks: no operation on one hold ever
 // shortens another live hold (another owner is refused while a live Lease
 // of the first has not passed its Deadline), and a hold whose lease ended
 // stops counting (once every live Lease of the owner is unlocked, with nil
 // errors, another owner's TryLock succeeds at once).
 //
-// The cases the issue found under the Redisson policy run over every
+// The cases the review found under the Redisson policy run over every
 // policy (and the Mutex, where it has the modes): the rule holds for all,
 // and the redesign rewrites every script.
 

@@ -1,7 +1,7 @@
 package integration
 
 // Findings 5 (a lost wake-up on a downgrade), 6 (names that alias other
-// locks' keys) and 9 (errors that explain) of issue 14.
+// locks' keys) and 9 (errors that explain) of that review.
 
 import (
 	"context"

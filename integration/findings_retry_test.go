@@ -1,6 +1,6 @@
 package integration
 
-// Findings 2, 3 and 4 of issue 14: retries of acquires and unlocks whose
+// Findings 2, 3 and 4 of the review: retries of acquires and unlocks whose
 // replies were lost, and Locks cancelled while Redis is paused.
 
 import (
@@ -211,7 +211,7 @@ const finding4 = "finding 4 (Unlock reports success for a hold Redis no longer h
 // Redis (as an expiry or a flush would), then the reply of its Unlock is
 // lost after the script ran, and the Unlock is retried. The first answer
 // was "not held": the Unlock must return ErrNotHeld, not nil. (The fair
-// policies and the Mutex passed on the code the issue was filed against;
+// policies and the Mutex passed on the code the review was made against;
 // they are kept as regressions.)
 func TestFinding4UnlockRetryReturnsFirstAnswer(t *testing.T) {
 	r := redistest.StartProcess(t)

@@ -1,8 +1,8 @@
 package integration
 
-// Regression tests of issue 14, one or more per finding (TestFinding1... to
-// TestFinding9...). Each fails on the code the issue was filed against and
-// passes once the redesign of spec-issue14 has landed. They use only API
+// Regression tests of an adversarial review's findings, one or more per
+// finding (TestFinding1... to TestFinding9...). Each fails on the code the
+// review was made against and passes since the redesign that followed it. They use only API
 // that exists in both versions, but for findings_adapter_test.go: a new
 // owner is a new handle (c.RWMutex(name) or c.Mutex(name)) per acquire, and
 // a further hold of an owner goes through the adapter.

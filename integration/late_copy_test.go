@@ -15,7 +15,7 @@ import (
 )
 
 // Copies of a command delayed in the network (found by an adversarial pass
-// of issue 14): the first copy is held back on a connection that the client
+// of the review): the first copy is held back on a connection that the client
 // sees break, the client's retry on a new connection is answered, and the
 // held copy reaches Redis later, within the accept window.
 

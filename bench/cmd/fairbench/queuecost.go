@@ -12,7 +12,7 @@ import (
 	"github.com/fairrw/rwlock/bench/internal/contender"
 )
 
-// queueCostTarget is the bound on how much the Redis CPU per grant
+// queueCostTarget is the bound on how much the Redis CPU per grant
 // of a fair policy may grow from the shortest queue to the longest: a
 // grant must not cost in proportion to the writers queued behind it.
 const queueCostTarget = 1.5
