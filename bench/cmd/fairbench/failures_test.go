@@ -119,8 +119,11 @@ func TestFailingAndStallingContenders(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "3 run(s) failed or stalled") {
 		t.Errorf("err = %v, want 3 runs failed or stalled", err)
 	}
-	// The stall costs its limit and a grace of as long, once.
-	if elapsed > 15*time.Second {
+	// The stall costs its limit and a grace of as long, once; the rest is
+	// two 200 ms scenarios and their charts, which take 3 s alone and up to
+	// 16 s under -race on a busy 2-core machine: the bound only catches a
+	// stall that is waited for without limit.
+	if elapsed > 45*time.Second {
 		t.Errorf("the run took %v", elapsed)
 	}
 	others := map[string]bool{}
