@@ -50,24 +50,26 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 		return
 	}
 	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + LeaseMargin)
-	m.c.followUp(m, "give back", moot, func(ctx context.Context) bool {
-		ctx, cancel := context.WithTimeout(ctx, m.c.unlockTimeout)
-		defer cancel()
-		return try(ctx)
-	})
+	m.c.followUp(m, "give back", moot, try)
 }
 
 // followUp retries try in the background, with a growing pause, until it
-// reports done, until moot, or until the Client closes. try is bounded by
-// the context it is given, which ends when the Client closes.
+// reports done, until moot, or until the Client closes. Each try is given a
+// context bounded by the unlock timeout, which also ends when the Client
+// closes.
 func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
 	c.background.run(func(ctx context.Context) {
 		c.tel.background(1)
 		defer c.tel.background(-1)
 		c.tel.log.Warn("fairrw: Redis did not confirm in time; going on in the background", "lock", m.keys.name, "what", what, "until", moot)
 		backoff := minRetryBackoff
+		once := func() bool {
+			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+			defer cancel()
+			return try(ctx)
+		}
 		for time.Now().Before(moot) {
-			if try(ctx) {
+			if once() {
 				c.tel.log.Info("fairrw: confirmed in the background", "lock", m.keys.name, "what", what)
 				return
 			}

@@ -187,21 +187,18 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 // (Done closes), and the release goes on in the background.
 func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	c := l.m.c
-	if ctx.Done() == nil { // nothing can end the wait: no goroutine needed
+	// within runs the unlock bounded by ctx and the unlock timeout.
+	within := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
 		defer cancel()
 		return l.unlock(ctx, unreachableFails)
 	}
+	if ctx.Done() == nil { // nothing can end the wait: no goroutine needed
+		return within(ctx)
+	}
 	res := make(chan error, 1)
-	started := c.background.run(func(bg context.Context) {
-		bg, cancel := context.WithTimeout(bg, c.unlockTimeout)
-		defer cancel()
-		res <- l.unlock(bg, unreachableFails)
-	})
-	if !started { // the Client closed meanwhile: Close waits for this call
-		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
-		defer cancel()
-		return l.unlock(ctx, unreachableFails)
+	if !c.background.run(func(bg context.Context) { res <- within(bg) }) {
+		return within(ctx) // the Client closed meanwhile: Close waits for this call
 	}
 	select {
 	case err := <-res:
@@ -275,8 +272,6 @@ func (l *Lease) followUp() {
 	}
 	l.mu.Unlock()
 	c.followUp(l.m, "release", moot, func(ctx context.Context) bool {
-		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
-		defer cancel()
 		_, err := l.releaseOnce(ctx, false)
 		return err == nil || definite(err)
 	})

@@ -39,12 +39,12 @@ func forFairPolicies(t *testing.T, r *redistest.Redis, prefix string, body func(
 
 // queueWriter starts Lock(Write) on m in the background and returns its
 // outcome's channel once the waiter is queued (the lock's queue grew).
-func queueWriter(t *testing.T, ctx context.Context, raw rueidis.Client, m *fairrw.RWMutex) <-chan acquired {
+func queueWriter(t *testing.T, ctx context.Context, raw rueidis.Client, m *fairrw.RWMutex, opts ...fairrw.AcquireOption) <-chan acquired {
 	t.Helper()
 	before := queueLen(t, raw, m.Name())
 	out := make(chan acquired, 1)
 	go func() {
-		l, err := m.Lock(ctx)
+		l, err := m.Lock(ctx, opts...)
 		out <- acquired{l, err}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -258,44 +258,52 @@ func TestGrantLostMessage(t *testing.T) {
 }
 
 // TestGrantCancelRace: a waiting writer's Lock is cancelled at the moment
-// the release grants it the lock, over and over. Either the Lock returns
-// the Lease, or it gives the grant back: the lock is free again at once,
-// never held until the grant's lease ends.
+// the release grants it the lock, over and over, with the watchdog lease
+// (the grant is used as it is) and with a lease of its own (the grant is
+// taken up by one more attempt, which the cancellation may cut). Either
+// the Lock returns the Lease, or it gives the grant back: the lock is free
+// again at once, never held until the grant's lease or queue entry ends.
 func TestGrantCancelRace(t *testing.T) {
 	forFairPolicies(t, redistest.Start(t), "grant:cancel", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
-		holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-		waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-		granted, cancelled := 0, 0
-		for i := range 30 {
-			h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
-			ctx, cancel := context.WithCancel(context.Background())
-			w := queueWriter(t, ctx, raw, waiterC.RWMutex(name))
-			go func() {
-				time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
-				cancel()
-			}()
-			mustUnlock(t, h)
-			got := <-w
-			cancel()
-			switch {
-			case got.err == nil:
-				granted++
-				mustUnlock(t, got.l)
-			case errors.Is(got.err, context.Canceled):
-				cancelled++
-			default:
-				t.Fatalf("round %d: %v", i, got.err)
-			}
-			// Free at once: a grant given back does not hold the lock
-			// for its lease (30s).
-			l, err := holderC.RWMutex(name).Lock(ctxFor(t, 3*time.Second))
-			if err != nil {
-				t.Fatalf("round %d: the lock is not free after the cancelled waiter left: %v", i, err)
-			}
-			mustUnlock(t, l)
+		for _, opts := range [][]fairrw.AcquireOption{nil, {fairrw.WithLease(10 * time.Second)}} {
+			grantCancelRace(t, r, raw, p, name, opts)
 		}
-		t.Logf("%d granted, %d cancelled", granted, cancelled)
 	})
+}
+
+func grantCancelRace(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string, opts []fairrw.AcquireOption) {
+	holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+	waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+	granted, cancelled := 0, 0
+	for i := range 30 {
+		h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
+		ctx, cancel := context.WithCancel(context.Background())
+		w := queueWriter(t, ctx, raw, waiterC.RWMutex(name), opts...)
+		go func() {
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
+			cancel()
+		}()
+		mustUnlock(t, h)
+		got := <-w
+		cancel()
+		switch {
+		case got.err == nil:
+			granted++
+			mustUnlock(t, got.l)
+		case errors.Is(got.err, context.Canceled):
+			cancelled++
+		default:
+			t.Fatalf("round %d: %v", i, got.err)
+		}
+		// Free at once: a grant given back does not hold the lock
+		// for its lease (30s).
+		l, err := holderC.RWMutex(name).Lock(ctxFor(t, 3*time.Second))
+		if err != nil {
+			t.Fatalf("round %d: the lock is not free after the cancelled waiter left: %v", i, err)
+		}
+		mustUnlock(t, l)
+	}
+	t.Logf("lease options %d: %d granted, %d cancelled", len(opts), granted, cancelled)
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
