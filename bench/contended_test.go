@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 const (
@@ -74,7 +75,7 @@ func benchContended(b *testing.B, e *env, tr transport) {
 			if err != nil {
 				return err
 			}
-			local[l.WokenBy()]++
+			local[hidden.WokenBy(l)]++
 			if err := l.Unlock(ctx); err != nil {
 				return err
 			}

@@ -12,7 +12,7 @@
 // Names are key=value paths, stable across runs, so benchstat can pair and
 // project them:
 //
-//	BenchmarkUncontended/flushdelay=<0|20us>/baseline=evalsha-pair
+//	BenchmarkUncontended/flushdelay=<0|20us>/baseline=<evalsha-pair|lua-pair>
 //	BenchmarkUncontended/flushdelay=<0|20us>/lock=<write|read>/transport=<tracking|no-tracking>
 //	BenchmarkUncontended/flushdelay=<0|20us>/policy=writer-preferring/lock=<write|read>/transport=<tracking|no-tracking>
 //	BenchmarkHandoff/transport=<tracking|no-tracking>/holder=<write|read>/waiter=<write|read>
@@ -24,14 +24,19 @@
 //	BenchmarkPolicyThroughput/policy=<redisson|writer-preferring|phase-fair>/<mix=write|mix=read90|contention=none>
 //	BenchmarkIdleWaiter/policy=<...>/transport=<tracking|no-tracking>/waiter=<write|read>
 //	BenchmarkScaleOut/topology=<single|single-replica|cluster-1|cluster-3-noreplica|cluster-3>/policy=<...>
-//	BenchmarkPeers/op=<lockunlock-uncontended|contended|trylock>/contender=<redisson|writer-preferring|phase-fair|rueidislock|redislock|redsync>
+//	BenchmarkPeers/op=<lockunlock-uncontended|contended|trylock>/contender=<redisson|writer-preferring|phase-fair|rueidislock|redislock|redsync|mutex>
+//	BenchmarkPeers/op=lockunlock-uncontended/baseline=<lua-pair|evalsha-pair>
+//	BenchmarkServerCost/call=<evalsha-return1|lua-pair|evalsha-pair|setnx-del|fair-prelude|fair-inlined-pair>
+//	BenchmarkServerCost/[contended/]policy=<writer-preferring|phase-fair>
 //	BenchmarkTelemetry/provider=<noop|sdk>/goroutines=<1|64>
 //
 // Uncontended: 64 goroutines, each on its own lock name, loop lock+unlock on
-// one shared Client; one op is one cycle (two script calls). The baseline does
+// one shared Client; one op is one cycle (two script calls). The baselines do
 // the same number of goroutines with two EVALSHA calls of trivial scripts per
-// cycle through a rueidis client built from the same ClientOption. The
-// target is fairrw cycles/s >= 60% of the baseline's cycles/s of the
+// cycle (bench/internal/baseline) through a rueidis client built from the
+// same ClientOption: evalsha-pair runs a SET, then a DEL; lua-pair runs
+// HGET/HSET/PEXPIRE, then HEXISTS/DEL/PUBLISH (the shape of Redisson's lock).
+// The target is fairrw cycles/s >= 60% of evalsha-pair's cycles/s of the
 // same flushdelay in the same run. transport=tracking is fairrw's default
 // (rueidis's OPTIN client tracking, armed only by waiting attempts);
 // transport=no-tracking sets DisableCache. The names without a policy key
@@ -44,7 +49,7 @@
 // its failed attempts), then the holder unlocks. The sample is the time from
 // the holder's Unlock returning to the waiter's Lock returning. Reported as
 // p50-µs, p99-µs and max-µs, and the share of handoffs per wake-up path
-// (Lease.WokenBy): pubsub-share, invalidation-share, timer-share,
+// (hidden.WokenBy, traced as fairrw.acquire.woken_by): pubsub-share, invalidation-share, timer-share,
 // handover-share, resubscribe-share and none-share (granted without being
 // woken: must be 0 here, since the waiter is blocked first). ns/op and
 // allocs/op are the whole set-up-and-handoff cycle, polling included, and
@@ -125,12 +130,22 @@
 // after the waiter's first attempt) should be 0: anything else is a waiter
 // retrying for nothing.
 //
-// Peers: the three policies next to the Go lock libraries people use today
-// (rueidislock, bsm/redislock, go-redsync/redsync: exclusive locks, each with
-// its default or documented settings, see bench/internal/contender), on the
-// same redis-server: lock+unlock uncontended, contended on one name, and
-// try-lock. See BenchmarkPeers. The fuller comparison, with fairness, handoff
-// and renewal, is the command bench/cmd/fairbench.
+// Peers: the three policies and fairrw's Mutex next to the Go lock libraries
+// people use today (rueidislock, bsm/redislock, go-redsync/redsync: exclusive
+// locks, each with its default or documented settings, see
+// bench/internal/contender), on the same redis-server: lock+unlock
+// uncontended (beside the baseline pairs), contended on one name, and
+// try-lock. See BenchmarkPeers. The client's cost per lock+unlock is
+// op=lockunlock-uncontended's allocs/op, B/op (run with -benchmem or not:
+// they are always reported) and client-cpu-µs/op (this test process's CPU
+// time over the measured loop per op, from /proc/self/stat: the lock
+// library, its Redis client's connections, the GC and the loop itself,
+// nothing subtracted; Uncontended reports it too). For example:
+//
+//	go test -run '^$' -bench 'BenchmarkPeers/op=lockunlock-uncontended' -benchmem -benchtime 2s -count 3 ./bench/
+//
+// The fuller comparison, with fairness, handoff, renewal and the server's
+// cost per cycle and per grant, is the command bench/cmd/fairbench.
 //
 // Benchmarks never assert speed. They fail only on errors (and a handoff
 // benchmark on a waiter that is not granted within 10s). Keys left behind

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 const (
@@ -93,7 +94,7 @@ func benchHandoff(b *testing.B, e *env, tr transport, holderMode, waiterMode fai
 			b.Fatalf("waiter (paths so far: %v): %v", paths, g.err)
 		}
 		samples = append(samples, g.at.Sub(unlocked))
-		paths[g.lease.WokenBy()]++
+		paths[hidden.WokenBy(g.lease)]++
 		if err := g.lease.Unlock(ctx); err != nil {
 			b.Fatalf("waiter unlock: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/internal/fairness"
 )
@@ -28,14 +29,19 @@ const (
 )
 
 // BenchmarkPeers compares every contender of bench/internal/contender (the
-// three fairrw policies and the rueidislock, redislock and redsync peers),
-// side by side on one redis-server, write (exclusive) locks only, each with
-// its default or documented settings (Contender.Settings, logged once).
-// Every client is built from the same ClientOption (rueidis defaults; the
-// go-redis based peers take its address).
+// three fairrw policies, fairrw's Mutex and the rueidislock, redislock and
+// redsync peers), side by side on one redis-server, write (exclusive) locks
+// only, each with its default or documented settings (Contender.Settings,
+// logged once). Every client is built from the same ClientOption (rueidis
+// defaults; the go-redis based peers take its address).
 //
 //	op=lockunlock-uncontended: 64 goroutines, each on its own lock name and
-//	  its own handle, on one Client, loop Acquire+Unlock; reports cycles/s.
+//	  its own handle, on one Client, loop Acquire+Unlock; reports cycles/s,
+//	  and the client's cost per cycle: allocs/op, B/op and client-cpu-µs/op
+//	  (this test process's CPU over the loop, see runCycles). Beside them,
+//	  baseline=lua-pair and baseline=evalsha-pair run the same loop over two
+//	  bare script calls per cycle (bench/internal/baseline) on one rueidis
+//	  client.
 //	op=contended: 8 goroutines, each its own handle, on 2 Clients, all on one
 //	  lock name, loop Acquire+Unlock until b.N grants; reports grants/s,
 //	  max-wait-ms (the longest Acquire call, granted or not: the Acquires
@@ -58,11 +64,21 @@ func BenchmarkPeers(b *testing.B) {
 		{"contended", benchPeersContended},
 		{"trylock", benchPeersTryLock},
 	}
-	for _, c := range contender.All() {
+	all := append(contender.All(), contender.Extras()...)
+	for _, c := range all {
 		b.Logf("%s (%s): %s", c.Name, c.Library, c.Settings)
 	}
 	for _, op := range ops {
-		for _, c := range contender.All() {
+		if op.name == "lockunlock-uncontended" {
+			// The floor of a cycle's cost, on both sides: the same
+			// loop over two bare script calls per cycle.
+			for _, p := range baseline.Pairs() {
+				b.Run(fmt.Sprintf("op=%s/baseline=%s", op.name, p.Name), func(b *testing.B) {
+					benchBaselinePair(b, e, opt, p)
+				})
+			}
+		}
+		for _, c := range all {
 			b.Run(fmt.Sprintf("op=%s/contender=%s", op.name, c.Name), func(b *testing.B) {
 				if err := c.Supports(opt, false); err != nil {
 					b.Skip(err)
@@ -93,12 +109,48 @@ func lockUnlock(ctx context.Context, m contender.Mutex) error {
 	return h.Unlock(context.Background())
 }
 
+// peersStallBound is how long op=lockunlock-uncontended waits for any
+// cycle to end before it closes the contender's Client, which fails the
+// waiting Acquires: rueidislock gives each key's acquire script 20ms
+// (TryNextAfter) and, when two of its three time out on a loaded machine,
+// waits for a release of a lock nobody holds. Its Acquires take the
+// Background context (a bounded one would add the adapter's and context
+// allocations to the client's cost), so without this the benchmark would
+// hang until the test's timeout.
+const peersStallBound = 30 * time.Second
+
 func benchPeersUncontended(b *testing.B, e *env, c contender.Contender, opt rueidis.ClientOption) {
 	e.checkLeftovers(b)
 	cl := openContender(b, c, opt)
 	ctx := context.Background()
 	mus := make([]contender.Mutex, uncontendedGoroutines)
-	cycle := func(g int) error { return lockUnlock(ctx, mus[g]) }
+	var progress atomic.Int64 // the end of the last cycle, UnixNano
+	cycle := func(g int) error {
+		if err := lockUnlock(ctx, mus[g]); err != nil {
+			return err
+		}
+		progress.Store(time.Now().UnixNano())
+		return nil
+	}
+	progress.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if time.Since(time.Unix(0, progress.Load())) > peersStallBound {
+					b.Errorf("%s: no lock+unlock ended for %v: closing the Client to end the waiting Acquires", c.Name, peersStallBound)
+					cl.Close()
+					return
+				}
+			}
+		}
+	}()
 	for g := range mus {
 		mus[g] = cl.Mutex(e.name("peers-uncontended", c.Name, g))
 		if err := cycle(g); err != nil { // opens the connections, loads the scripts

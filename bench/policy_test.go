@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // throughputWorkload is a PolicyThroughput variant: goroutines, each its
@@ -102,14 +103,14 @@ func cycle(m *fairrw.RWMutex, mode fairrw.Mode, check *holdCheck) (string, error
 	defer cancel()
 	l, err := acquire(ctx, m, mode)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", mode, m.Name(), err)
+		return "", fmt.Errorf("%s %s: %w", mode, hidden.Name(m), err)
 	}
 	check.enter(mode, l.Token())
 	check.exit(mode)
 	if err := l.Unlock(ctx); err != nil {
 		return "", fmt.Errorf("%s %s unlock: %w", mode, l.Owner(), err)
 	}
-	return l.WokenBy(), nil
+	return hidden.WokenBy(l), nil
 }
 
 // idleHold is how long the holder of BenchmarkIdleWaiter keeps the lock
@@ -190,5 +191,5 @@ func idleWait(b *testing.B, e *env, holder, waiter *fairrw.RWMutex, mode fairrw.
 	if err = errors.Join(err, g.err); err != nil {
 		return 0, "", err
 	}
-	return after.scripts - before.scripts, g.l.WokenBy(), g.l.Unlock(ctx)
+	return after.scripts - before.scripts, hidden.WokenBy(g.l), g.l.Unlock(ctx)
 }

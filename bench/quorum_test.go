@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -40,7 +41,7 @@ type quorumBenchNode struct {
 // on one lock name, side by side in one run:
 //
 //	lock=client    Client.RWMutex(name).Lock and Lease.Unlock on one node
-//	lock=quorum-1  QuorumRWMutex.Lock and QuorumLease.Unlock over that node
+//	lock=quorum-1  QuorumRWMutex.Lock and its Lease.Unlock over that node
 //	lock=quorum-3  the same over three redis-servers
 //	lock=quorum-5  the same over five
 //
@@ -94,7 +95,7 @@ func benchQuorum(b *testing.B, all []quorumBenchNode, n int, plain bool, policy 
 			if err != nil {
 				return err
 			}
-			if err := checkCycle(l.Token(), last, l.WokenBy() == ""); err != nil {
+			if err := checkCycle(l.Token(), last, hidden.WokenBy(l) == ""); err != nil {
 				return err
 			}
 			return l.Unlock(ctx)
@@ -111,7 +112,7 @@ func benchQuorum(b *testing.B, all []quorumBenchNode, n int, plain bool, policy 
 			if err != nil {
 				return err
 			}
-			if got := l.Nodes(); got != len(nodes) {
+			if got := hidden.LeaseNodes(l); got != len(nodes) {
 				return fmt.Errorf("held on %d of %d nodes", got, len(nodes))
 			}
 			if err := checkCycle(l.Token(), last, true); err != nil {

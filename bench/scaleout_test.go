@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
 )
@@ -181,15 +182,15 @@ func scaleOutParallelismFor(b *testing.B) int {
 func scaleCycle(ctx context.Context, m *fairrw.RWMutex, check *holdCheck) error {
 	l, err := m.Lock(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: lock: %w", m.Name(), err)
+		return fmt.Errorf("%s: lock: %w", hidden.Name(m), err)
 	}
-	if w := l.WokenBy(); w != "" {
-		return fmt.Errorf("%s: an uncontended lock waited (woken by %q)", m.Name(), w)
+	if w := hidden.WokenBy(l); w != "" {
+		return fmt.Errorf("%s: an uncontended lock waited (woken by %q)", hidden.Name(m), w)
 	}
 	check.enter(fairrw.Write, l.Token())
 	check.exit(fairrw.Write)
 	if err := l.Unlock(ctx); err != nil {
-		return fmt.Errorf("%s: unlock: %w", m.Name(), err)
+		return fmt.Errorf("%s: unlock: %w", hidden.Name(m), err)
 	}
 	return nil
 }

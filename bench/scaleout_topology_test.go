@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // startSingle is one redis-server (or FAIRRW_REDIS_ADDR).
@@ -169,8 +169,8 @@ func (t *scaleTopology) resetAfter(b *testing.B) {
 // time after the lock's holds ended (a lock's last fencing token, a given-up
 // owner's marker) and has a TTL, so that it vanishes on its own.
 func expiring(ctx context.Context, rdb rueidis.Client, key string) (bool, error) {
-	fence := strings.HasPrefix(key, compat.FairPrefix+":") && strings.HasSuffix(key, ":fence")
-	if !fence && !strings.HasPrefix(key, compat.OwnerMarkerPrefix+":") {
+	fence := strings.HasPrefix(key, wire.FairPrefix+":") && strings.HasSuffix(key, ":fence")
+	if !fence && !strings.HasPrefix(key, wire.OwnerMarkerPrefix+":") {
 		return false, nil
 	}
 	ttl, err := rdb.Do(ctx, rdb.B().Pttl().Key(key).Build()).AsInt64()

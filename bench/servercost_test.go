@@ -3,45 +3,25 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/lua"
 )
 
-// The calls BenchmarkServerCost measures besides fairrw's own. The "inlined"
-// scripts run the same Redis commands as the fair policies' uncontended
-// write acquire and release (fair_acquire, fair_unlock: the commands
-// MONITOR shows for them) with none of their Lua: what is left of the fair
-// scripts' cost over these is the Lua they run. fairPrelude is the text
-// every fair script opens with (common.lua and fair_lib.lua: one TIME and
-// the definitions of its helpers) with nothing after it: the fixed cost of
-// a fair script before its operation begins.
+// The calls BenchmarkServerCost measures besides fairrw's own and the
+// baseline pairs (among them baseline.FastPathFloor: the fast path's
+// commands with none of its logic). fairPrelude is the text every full fair
+// script opens with (common.lua and fair_lib.lua: one TIME and the
+// definitions of its helpers) with nothing after it: the fixed cost of a
+// fair script past its fast path, before its operation begins.
 var (
-	trivialScript  = rueidis.NewLuaScript("return 1")
-	inlinedAcquire = rueidis.NewLuaScript(`
-local t = redis.call('time')
-redis.call('hmget', KEYS[1], 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. ARGV[1], 'horizon')
-redis.call('exists', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
-redis.call('set', KEYS[8], t[1] .. t[2], 'px', 1000, 'get')
-local deadline = tonumber(t[1]) * 1000 + 30000
-redis.call('hset', KEYS[1], 'policy', 'writer-preferring', 'horizon', deadline + 15000, 'writer', ARGV[1],
-  'wcount', 1, 'wdeadline', deadline, 'wtoken', t[1] .. t[2])
-redis.call('pexpireat', KEYS[1], deadline + 15000)
-return {1, t[1] .. t[2]}`)
-	inlinedUnlock = rueidis.NewLuaScript(`
-redis.call('get', KEYS[6])
-redis.call('time')
-redis.call('hmget', KEYS[1], 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. ARGV[1], 'horizon')
-redis.call('exists', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-redis.call('del', KEYS[1])
-redis.call('set', KEYS[6], 1, 'px', 5000)
-return {1, '', 0}`)
-	fairPrelude = rueidis.NewLuaScript(lua.Compose("common", "fair_lib") + "return 1")
+	trivialScript = rueidis.NewLuaScript("return 1")
+	fairPrelude   = rueidis.NewLuaScript(lua.Compose("common", "fair_lib") + "return 1")
 )
 
 // BenchmarkServerCost measures what bounds the lock's throughput on the
@@ -52,17 +32,19 @@ return {1, '', 0}`)
 //
 //   - call=evalsha-return1: one EVALSHA of "return 1" (the cost of running
 //     any script at all);
-//   - call=evalsha-pair: the bare lock/unlock pair of BenchmarkUncontended's
-//     baseline, one EVALSHA of a SET and one of a DEL;
+//   - call=lua-pair, call=evalsha-pair and call=fast-path-floor: the bare
+//     lock/unlock pairs of BenchmarkUncontended's baselines
+//     (bench/internal/baseline): an EVALSHA of HGET/HSET/PEXPIRE and one of
+//     HEXISTS/DEL/PUBLISH (Redisson's shape, the reference of fairbench's
+//     server-cost ratios), an EVALSHA of a SET and one of a DEL, and the fair
+//     fast path's commands, keys and values without its logic;
 //   - call=setnx-del: a barging lock's grant and release as plain commands,
 //     SET NX PX and DEL (the peers);
 //   - call=fair-prelude: one EVALSHA of the text every fair script opens
 //     with, returning before any operation;
-//   - call=fair-inlined-pair: the fair write cycle's commands (see
-//     inlinedAcquire, inlinedUnlock) in two scripts without their Lua, and
-//     the DEL of the unlock latch that fairrw's janitor sends;
 //   - policy=writer-preferring and policy=phase-fair: fairrw's uncontended
 //     write Lock+Unlock (fair_acquire, fair_unlock, the janitor's DEL);
+//   - read/policy=...: the same with RLock+Unlock;
 //   - contended/policy=...: 8 writers on 2 Clients (4 each) looping
 //     Lock+Unlock on one name; one op is one grant (a refused queue attempt
 //     and the release that grants), so ceiling-ops/s is the fair grants/s
@@ -98,16 +80,18 @@ func BenchmarkServerCost(b *testing.B) {
 			return trivialScript.Exec(ctx, rdb, []string{e.name("return1", g)}, nil).Error()
 		})
 	})
-	b.Run("call=evalsha-pair", func(b *testing.B) {
-		rdb := raw(b)
-		runServerCost(b, e, uncontendedGoroutines, func(g int) error {
-			k := []string{e.name("pair", g)}
-			if err := baselineSet.Exec(ctx, rdb, k, []string{"1"}).Error(); err != nil {
-				return err
+	for _, p := range baseline.Pairs() {
+		b.Run("call="+p.Name, func(b *testing.B) {
+			rdb := raw(b)
+			keys := make([][]string, uncontendedGoroutines)
+			for g := range keys {
+				keys[g] = p.Keys(e.name("pair", p.Name, g))
 			}
-			return baselineDel.Exec(ctx, rdb, k, nil).Error()
+			runServerCost(b, e, uncontendedGoroutines, func(g int) error {
+				return p.Cycle(ctx, rdb, keys[g])
+			})
 		})
-	})
+	}
 	b.Run("call=setnx-del", func(b *testing.B) {
 		rdb := raw(b)
 		runServerCost(b, e, uncontendedGoroutines, func(g int) error {
@@ -129,21 +113,6 @@ func BenchmarkServerCost(b *testing.B) {
 			return fairPrelude.Exec(ctx, rdb, fairKeysOf(e.name("prelude", g)), args).Error()
 		})
 	})
-	b.Run("call=fair-inlined-pair", func(b *testing.B) {
-		rdb := raw(b)
-		var request atomic.Int64
-		runServerCost(b, e, uncontendedGoroutines, func(g int) error {
-			k := fairKeysOf(e.name("inlined", g))
-			latch := k[0] + ":latch:" + fmt.Sprint(request.Add(1))
-			if err := inlinedAcquire.Exec(ctx, rdb, k[:8], []string{"owner"}).Error(); err != nil {
-				return err
-			}
-			if err := inlinedUnlock.Exec(ctx, rdb, []string{k[0], k[1], k[2], k[3], k[4], latch}, []string{"owner"}).Error(); err != nil {
-				return err
-			}
-			return rdb.Do(ctx, rdb.B().Del().Key(latch).Build()).Error()
-		})
-	})
 	policies := []struct {
 		name   string
 		policy fairrw.Policy
@@ -161,6 +130,24 @@ func BenchmarkServerCost(b *testing.B) {
 			}
 			runServerCost(b, e, uncontendedGoroutines, func(g int) error {
 				l, err := mus[g].Lock(ctx)
+				if err != nil {
+					return err
+				}
+				return l.Unlock(ctx)
+			})
+		})
+	}
+	// The same with a read lock: RLock+Unlock, each goroutine on its own name.
+	for _, p := range policies {
+		b.Run("read/policy="+p.name, func(b *testing.B) {
+			e.checkLeftovers(b)
+			c := newClient(b, e.option(0, true), fairrw.WithPolicy(p.policy))
+			mus := make([]*fairrw.RWMutex, uncontendedGoroutines)
+			for g := range mus {
+				mus[g] = c.RWMutex(e.name("servercost-read", p.name, g))
+			}
+			runServerCost(b, e, uncontendedGoroutines, func(g int) error {
+				l, err := mus[g].RLock(ctx)
 				if err != nil {
 					return err
 				}
@@ -194,7 +181,7 @@ func BenchmarkServerCost(b *testing.B) {
 }
 
 // fairKeysOf returns nine keys of one slot in the order of the fair
-// scripts' KEYS (fair_lib.lua): the inlined and prelude scripts read them
+// scripts' KEYS (fair_lib.lua): the prelude script reads them
 // as the fair scripts would.
 func fairKeysOf(name string) []string {
 	base := "{" + name + "}"

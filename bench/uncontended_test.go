@@ -8,17 +8,13 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // uncontendedGoroutines is the concurrency of every Uncontended variant.
 const uncontendedGoroutines = 64
-
-// Trivial scripts for the baseline: one cycle is one EVALSHA of each.
-var (
-	baselineSet = rueidis.NewLuaScript("return redis.call('set', KEYS[1], ARGV[1])")
-	baselineDel = rueidis.NewLuaScript("return redis.call('del', KEYS[1])")
-)
 
 // uncontendedPolicies are the policies BenchmarkUncontended measures. The
 // Redisson policy keeps the names it had before there was a choice
@@ -33,10 +29,12 @@ var uncontendedPolicies = []struct {
 }
 
 // BenchmarkUncontended: 64 goroutines, each on its own lock name, doing
-// lock+unlock cycles through one shared Client, next to the baseline of two
-// bare EVALSHA calls per cycle through a rueidis client built from the same
-// ClientOption. Compare cycles/s of [policy=*/]lock=*/transport=* with
-// baseline=evalsha-pair of the same flushdelay.
+// lock+unlock cycles through one shared Client, next to the baselines of two
+// bare EVALSHA calls per cycle (bench/internal/baseline) through a rueidis
+// client built from the same ClientOption. Compare cycles/s of
+// [policy=*/]lock=*/transport=* with baseline=evalsha-pair (SET, then DEL)
+// and baseline=lua-pair (HGET/HSET/PEXPIRE, then HEXISTS/DEL/PUBLISH) of the
+// same flushdelay.
 func BenchmarkUncontended(b *testing.B) {
 	e := newEnv(b)
 	for _, fd := range []struct {
@@ -47,9 +45,11 @@ func BenchmarkUncontended(b *testing.B) {
 		{"20us", 20 * time.Microsecond},
 	} {
 		b.Run("flushdelay="+fd.name, func(b *testing.B) {
-			b.Run("baseline=evalsha-pair", func(b *testing.B) {
-				benchBaselinePair(b, e, e.option(fd.delay, false))
-			})
+			for _, p := range baseline.Pairs() {
+				b.Run("baseline="+p.Name, func(b *testing.B) {
+					benchBaselinePair(b, e, e.option(fd.delay, false), p)
+				})
+			}
 			for _, p := range uncontendedPolicies {
 				prefix := ""
 				if p.name != "" {
@@ -67,7 +67,7 @@ func BenchmarkUncontended(b *testing.B) {
 	}
 }
 
-func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption) {
+func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption, p *baseline.Pair) {
 	e.checkLeftovers(b)
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
@@ -76,18 +76,9 @@ func benchBaselinePair(b *testing.B, e *env, opt rueidis.ClientOption) {
 	b.Cleanup(rdb.Close)
 	ctx := context.Background()
 	keys := make([][]string, uncontendedGoroutines)
-	args := []string{"1"}
-	cycle := func(g int) error {
-		if err := baselineSet.Exec(ctx, rdb, keys[g], args).Error(); err != nil {
-			return fmt.Errorf("set: %w", err)
-		}
-		if err := baselineDel.Exec(ctx, rdb, keys[g], nil).Error(); err != nil {
-			return fmt.Errorf("del: %w", err)
-		}
-		return nil
-	}
+	cycle := func(g int) error { return p.Cycle(ctx, rdb, keys[g]) }
 	for g := range keys {
-		keys[g] = []string{e.name("baseline", g)}
+		keys[g] = p.Keys(e.name("baseline", p.Name, g))
 		if err := cycle(g); err != nil { // loads the scripts, opens the connections
 			b.Fatal(err)
 		}
@@ -105,8 +96,8 @@ func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, p fairrw.P
 		if err != nil {
 			return err
 		}
-		if w := l.WokenBy(); w != "" {
-			return fmt.Errorf("%s: an uncontended acquire waited (woken by %q)", mus[g].Name(), w)
+		if w := hidden.WokenBy(l); w != "" {
+			return fmt.Errorf("%s: an uncontended acquire waited (woken by %q)", hidden.Name(mus[g]), w)
 		}
 		return l.Unlock(ctx)
 	}
@@ -120,10 +111,15 @@ func benchUncontended(b *testing.B, e *env, opt rueidis.ClientOption, p fairrw.P
 }
 
 // runCycles measures cycle run by uncontendedGoroutines goroutines (each its
-// own g), with the server's figures around the measured loop.
+// own g), with the server's figures around the measured loop and the
+// client's CPU time per op (client-cpu-µs/op: this whole test process's
+// user+system CPU over the loop, from /proc/self/stat in 10 ms ticks, so
+// the lock library, its rueidis or go-redis connections, the GC and this
+// loop; nothing is subtracted).
 func runCycles(b *testing.B, e *env, cycle func(g int) error) {
 	b.ReportAllocs()
 	server := e.sampleServer(b)
+	client := processCPU()
 	spread(b, uncontendedGoroutines, func(g int, next func() bool) error {
 		for next() {
 			if err := cycle(g); err != nil {
@@ -132,6 +128,9 @@ func runCycles(b *testing.B, e *env, cycle func(g int) error) {
 		}
 		return nil
 	})
+	if after := processCPU(); client >= 0 && after >= 0 {
+		b.ReportMetric(micros(after-client)/float64(b.N), "client-cpu-µs/op")
+	}
 	e.reportServer(b, server)
 	reportRate(b, "cycles/s")
 }

@@ -29,7 +29,7 @@ type acquisition struct {
 	mode     Mode
 	cfg      acquireConfig
 	wait     bool // Lock, RLock: queue and wait; TryLock, TryRLock: one attempt
-	attempts *int // counted for the acquire's span
+	attempts int  // counted for the acquire's span
 
 	o *owner  // the owner it acquires as; a new one after an outlasted grant
 	w *waiter // its place among the Client's waiters, once it has one
@@ -38,6 +38,17 @@ type acquisition struct {
 	// behalf came later, and has a greater token (zero: none yet).
 	refused   time.Time
 	refusedUs uint64
+	// queued, when set, is closed once the first attempt has been answered
+	// (a cohort's next leader: see cohort.prequeue).
+	queued chan struct{}
+}
+
+// signalQueued closes queued, once.
+func (a *acquisition) signalQueued() {
+	if a.queued != nil {
+		close(a.queued)
+		a.queued = nil
+	}
 }
 
 // attemptResult is one acquire attempt carried to a definite outcome.
@@ -73,14 +84,21 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		return nil, err
 	}
 	if err := m.c.enter(); err != nil {
-		return nil, err
+		return nil, closedError(m.keys.name)
 	}
 	defer m.c.leave()
 	if err := m.c.await(ctx, m.keys.name); err != nil {
 		return nil, err
 	}
-	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, attempts: attempts, o: m.newOwner()}
-	return a.run(ctx)
+	if co := m.cohortFor(mode, wait, cfg); co != nil {
+		return m.lockInCohort(ctx, co, cfg, attempts)
+	}
+	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner()}
+	l, err := a.run(ctx)
+	// Counted here, not through the pointer as they are made: kept by the
+	// acquisition, it would move the caller's trace to the heap.
+	*attempts += a.attempts
+	return l, err
 }
 
 // run carries the acquisition to its outcome.
@@ -108,7 +126,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	}
 	if m.c.isClosing() {
 		a.giveBack()
-		return nil, ErrClosed
+		return nil, closedError(m.keys.name)
 	}
 	return newLease(ctx, a.o, a.mode, a.cfg, got), nil
 }
@@ -116,8 +134,9 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 // first makes the first attempt and, refused, returns TryLock's refusal
 // or waits (Lock).
 func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, error) {
-	*a.attempts++
+	a.attempts++
 	got, err := a.attempt(ctx, 0, a.wait, false)
+	a.signalQueued()
 	if a.wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
 		// Lock goes on waiting: as a new owner after a grant that came too
 		// late, as the same one after an attempt that got no answer.
@@ -175,7 +194,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 			a.giveBack()
 			a.renew()
 		}
-		*a.attempts++
+		a.attempts++
 		got, err := a.attempt(ctx, 0, true, true)
 		switch {
 		case errors.Is(err, errOutlasted):
@@ -274,25 +293,28 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 // the same round trip, so that the next change to it wakes the waiter.
 func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bool) (attemptResult, error) {
 	m, o := a.m, a.o
-	req := a.request(further, wait)
+	ac := &attemptCall{m: m, req: a.request(further, wait)}
+	req := &ac.req
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{sent: time.Now()}
 	req.stamp = got.sent
 	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
 	defer cancel()
-	defer context.AfterFunc(m.c.halt, cancel)() // a Shutdown cut short stops it
-	backoff := minRetryBackoff
+	// A Shutdown cut short stops it: boundedHalting cancels tctx then, and
+	// the Client's closing (which comes first) wakes the backoff below.
+	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
 	for {
 		if ctx.Err() != nil { // this try is not sent: it changes nothing
 			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
 		}
-		reply, err := bounded(m.c, tctx, func(ctx context.Context) (acquireReply, error) {
-			return m.policy.acquire(ctx, m.c.rdb, &m.keys, &req)
-		})
+		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
 		if err == nil {
 			o.queued = o.queued || (wait && m.policy.queued() && !reply.granted)
-			return a.answered(got, reply, &req)
+			if reply.granted {
+				o.fast = reply.fast
+			}
+			return a.answered(got, reply, req)
 		}
 		if !unsent(err) && !definite(err) { // a definite error changed nothing
 			o.unsure = true
@@ -304,15 +326,25 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		case ctx.Err() != nil:
 			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
 		case m.c.isClosing():
-			return got, ErrClosed
+			return got, closedError(m.keys.name)
 		case tctx.Err() != nil:
 			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
 		}
-		if err := sleepCtx(tctx, m.c.closing, backoff); err != nil && tctx.Err() == nil {
+		if err := backoff.wait(tctx, m.c.closing); err != nil && tctx.Err() == nil {
 			return got, m.waitError(err)
 		}
-		backoff = min(backoff*2, maxRetryBackoff)
 	}
+}
+
+// attemptCall is one attempt's request, as bounded runs it.
+type attemptCall struct {
+	m   *RWMutex
+	req acquireRequest
+}
+
+func (ac *attemptCall) call(ctx context.Context) (acquireReply, error) {
+	m := ac.m
+	return m.policy.acquire(ctx, m.c.rdb, &m.keys, &ac.req)
 }
 
 // answered turns an attempt's reply into its outcome.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/fairrw/fairrwtest"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // Adversarial tests of Shutdown, Lease.Context, Inspect and fairrwtest on
@@ -106,7 +107,7 @@ func TestAdversaryShutdownDuringQuorumUnlock(t *testing.T) {
 		if unlockErr != nil {
 			t.Fatalf("round %d: quorum Unlock racing a node's Shutdown: %v (two nodes of three are enough)", round, unlockErr)
 		}
-		if lctx.Err() == nil || !isDoneChan(l.Done()) || context.Cause(lctx) != fairrw.ErrUnlocked {
+		if lctx.Err() == nil || !isDoneChan(l.Done()) || context.Cause(lctx) != hidden.ErrUnlocked {
 			t.Fatalf("round %d: quorum lease after Unlock: cause %v", round, context.Cause(lctx))
 		}
 		got, err := next.RWMutex("adv-quorum").TryLock(ctx)
@@ -150,7 +151,7 @@ func TestAdversaryLeaseContextJoin(t *testing.T) {
 		if requestFirst && !errors.Is(cause, context.Canceled) {
 			t.Fatalf("request ended first: cause %v", cause)
 		}
-		if !requestFirst && cause != fairrw.ErrUnlocked {
+		if !requestFirst && cause != hidden.ErrUnlocked {
 			t.Fatalf("lease ended first: cause %v, want ErrUnlocked", cause)
 		}
 		if l.Err() == nil && requestFirst {

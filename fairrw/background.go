@@ -40,7 +40,7 @@ const followUpMaxBackoff = 250 * time.Millisecond
 func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	rc := m.newRelease(o, mode, ownerState{}, true) // one request, however many tries
 	try := func(ctx context.Context) bool {
-		_, err := m.send(ctx, rc, false)
+		_, err := m.send(ctx, time.Time{}, rc, false)
 		return err == nil || definite(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
@@ -49,7 +49,7 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	if done {
 		return
 	}
-	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + LeaseMargin)
+	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
 	m.c.followUp(m, "give back", moot, try)
 }
 
@@ -62,7 +62,7 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		c.tel.background(1)
 		defer c.tel.background(-1)
 		c.tel.log.Warn("fairrw: Redis did not confirm in time; going on in the background", "lock", m.keys.name, "what", what, "until", moot)
-		backoff := minRetryBackoff
+		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
 		once := func() bool {
 			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
 			defer cancel()
@@ -73,10 +73,9 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 				c.tel.log.Info("fairrw: confirmed in the background", "lock", m.keys.name, "what", what)
 				return
 			}
-			if sleepCtx(ctx, nil, backoff) != nil {
+			if backoff.wait(ctx, nil) != nil {
 				return
 			}
-			backoff = min(backoff*2, followUpMaxBackoff)
 		}
 		c.tel.log.Warn("fairrw: not confirmed, and moot: what it would change has run out in Redis", "lock", m.keys.name, "what", what)
 	})
@@ -89,64 +88,216 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 // deadline. f runs on a goroutine of the Client's, and must itself end
 // soon after ctx does (rueidis ends a command at its context's deadline).
 func bounded[T any](c *Client, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	return boundedHalting[T](c, ctx, nil, callFunc[T](f))
+}
+
+// A caller is a call that bounded runs: a func (callFunc), or a request
+// whose call method sends it, which then needs no closure around it (an
+// allocation on every Redis call).
+type caller[T any] interface {
+	call(ctx context.Context) (T, error)
+}
+
+type callFunc[T any] func(context.Context) (T, error)
+
+func (f callFunc[T]) call(ctx context.Context) (T, error) { return f(ctx) }
+
+// boundedHalting is bounded for a call that a Shutdown cut short stops
+// too (the Client's halt): with cancel, ctx's cancel function, it returns
+// when halt ends as well, cancelling ctx first, so that the call and its
+// caller see what they would see had halt cancelled ctx. Its caller has
+// no need of a context.AfterFunc on halt (two allocations and a
+// registration) around each Redis call: waiting on halt here is free, and
+// halt never ends before the Client's closing, which wakes the caller's
+// sleeps between calls.
+func boundedHalting[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
 	if ctx.Done() == nil {
-		return f(ctx)
+		return f.call(ctx)
 	}
-	type result struct {
-		v   T
-		err error
+	call := &boundedCall[T]{f: f, ctx: ctx, done: make(chan struct{})}
+	if !c.background.start(call, false) {
+		// The Client closed: Close waits for this call.
+		if cancel != nil {
+			defer context.AfterFunc(c.halt, cancel)()
+		}
+		return f.call(ctx)
 	}
-	ch := make(chan result, 1)
-	if !c.background.run(func(context.Context) {
-		v, err := f(ctx)
-		ch <- result{v, err}
-	}) {
-		return f(ctx) // the Client closed: Close waits for this call
+	var halt <-chan struct{} // nil: never ready
+	if cancel != nil {
+		halt = c.halt.Done()
 	}
 	select {
-	case r := <-ch:
-		return r.v, r.err
+	case <-call.done:
+		return call.v, call.err
 	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
+	case <-halt:
+		cancel()
 	}
+	// The caller goes: a call still under way becomes background work,
+	// which Shutdown waits for.
+	c.background.adopt(&call.callState)
+	var zero T
+	return zero, ctx.Err()
+}
+
+// callState is what the tasks know of a call (a boundedCall): whether it
+// finished, and whether its caller left it to the background first. Both
+// are guarded by tasks.mu.
+type callState struct {
+	finished, adopted bool
+}
+
+func (s *callState) state() *callState { return s }
+
+// adopt makes the call of s background work if it is still under way: its
+// caller stopped waiting for it.
+func (t *tasks) adopt(s *callState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !s.finished {
+		s.adopted = true
+		t.n++
+	}
+}
+
+// finishCall records that the call of s returned, and that the background
+// work it became, if it did, is done.
+func (t *tasks) finishCall(s *callState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.finished = true
+	if s.adopted {
+		t.doneLocked()
+	}
+}
+
+// boundedCall is one call of bounded, run by a goroutine of the Client's:
+// its result is written before done closes, and read only after. One
+// object rather than a result channel and a closure: every Redis call
+// goes through bounded.
+type boundedCall[T any] struct {
+	callState
+	f    caller[T]
+	ctx  context.Context
+	v    T
+	err  error
+	done chan struct{}
+}
+
+func (b *boundedCall[T]) run(context.Context) {
+	b.v, b.err = b.f.call(b.ctx)
+	close(b.done)
 }
 
 // tasks are a Client's background work: Shutdown waits for them, Close
-// stops them and waits.
+// stops them and waits. The Redis calls of callers still waiting for them
+// (bounded) run on the same goroutines but are not background work until
+// their caller leaves them (adopt): Shutdown's drain waits for the callers,
+// and a call whose caller just had its answer must not make a Shutdown
+// right after it report work left undone.
+//
+// Each task runs on a goroutine of its own while it runs, but goroutines
+// are kept for the next task (workers): every Redis call runs as a task
+// (see bounded), and a new goroutine for each one spent more CPU on
+// creating it and growing its stack to what the rueidis call needs than
+// the call spent itself. A worker left idle for workerIdle ends; Close
+// ends them all and waits for them.
 type tasks struct {
 	mu     sync.Mutex
 	closed bool
-	n      int             // tasks under way
+	n      int             // background tasks under way, and calls their callers left
 	idle   []chan struct{} // closed when n drops to 0
 	ctx    context.Context // ends when the tasks are closed
 	stop   context.CancelFunc
+
+	work    chan job // unbuffered: a send succeeds only to an idle worker
+	workers sync.WaitGroup
 }
+
+// workerIdle is how long a worker waits for another task before it ends.
+const workerIdle = 2 * time.Second
 
 func newTasks() *tasks {
 	ctx, stop := context.WithCancel(context.Background())
-	return &tasks{ctx: ctx, stop: stop}
+	return &tasks{ctx: ctx, stop: stop, work: make(chan job)}
 }
 
-// run starts f in its own goroutine, unless the tasks were closed (it then
-// reports false); f must return soon after its ctx ends.
+// run starts f on a goroutine of its own, unless the tasks were closed (it
+// then reports false); f must return soon after its ctx ends.
 func (t *tasks) run(f func(ctx context.Context)) bool {
+	return t.start(taskFunc(f), true)
+}
+
+// A job is a task handed to a worker, and whether it is background work
+// (counted in n) or a call.
+type job struct {
+	f          task
+	background bool
+}
+
+// A task is what tasks run: a func (taskFunc), or an object whose run
+// method is the task, started without allocating a method value.
+type task interface{ run(ctx context.Context) }
+
+type taskFunc func(ctx context.Context)
+
+func (f taskFunc) run(ctx context.Context) { f(ctx) }
+
+// start is run for a task: an idle worker takes it, or a new one.
+// background says it is background work, which Shutdown waits for (n),
+// rather than a call.
+func (t *tasks) start(f task, background bool) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return false
 	}
-	t.n++
-	go func() {
-		defer t.done()
-		f(t.ctx)
-	}()
+	if background {
+		t.n++
+	}
+	t.workers.Add(1) // for a new worker, given back below if none is needed
+	t.mu.Unlock()
+	j := job{f: f, background: background}
+	select {
+	case t.work <- j:
+		t.workers.Done()
+	default:
+		go t.worker(j)
+	}
 	return true
+}
+
+// worker runs f, then every task handed to it, until it has been idle for
+// workerIdle or the tasks are closed.
+func (t *tasks) worker(j job) {
+	defer t.workers.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		j.f.run(t.ctx)
+		if j.background {
+			t.done()
+		} else if s, ok := j.f.(interface{ state() *callState }); ok {
+			t.finishCall(s.state())
+		}
+		idle.Reset(workerIdle) // drops a tick the task outlasted
+		select {
+		case j = <-t.work:
+		case <-t.ctx.Done():
+			return
+		case <-idle.C:
+			return
+		}
+	}
 }
 
 func (t *tasks) done() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.doneLocked()
+}
+
+func (t *tasks) doneLocked() {
 	t.n--
 	if t.n == 0 {
 		for _, ch := range t.idle {
@@ -174,11 +325,36 @@ func (t *tasks) wait(ctx context.Context) error {
 	}
 }
 
-// close stops every task and waits for them; no task starts afterwards.
-func (t *tasks) close() {
+// closeGrace is how long close waits for a task after stopping it. Every
+// task returns soon after its ctx ends, except a Redis call that rueidis
+// itself holds without looking at the ctx: one queued behind a connection
+// being made to a server that does not answer waits for the dial and
+// handshake timeouts, seconds. Close does not wait for those.
+const closeGrace = 250 * time.Millisecond
+
+// close stops every task and waits for them, and for the workers to end;
+// with grace, up to closeGrace only: a task still running then ends when
+// rueidis gives its call up, and nothing waits for it. No task starts
+// afterwards.
+func (t *tasks) close(grace bool) {
 	t.mu.Lock()
 	t.closed = true
 	t.stop()
 	t.mu.Unlock()
-	_ = t.wait(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		_ = t.wait(context.Background())
+		t.workers.Wait()
+		close(ended)
+	}()
+	if !grace {
+		<-ended
+		return
+	}
+	timer := time.NewTimer(closeGrace)
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+	}
 }

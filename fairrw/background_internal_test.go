@@ -3,6 +3,8 @@ package fairrw
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -40,7 +42,7 @@ func TestBoundedReturnsAtCtxEnd(t *testing.T) {
 	if v != 2 || err != nil {
 		t.Fatalf("bounded = %d, %v", v, err)
 	}
-	c.background.close()
+	c.background.close(false)
 	if c.background.run(func(context.Context) {}) {
 		t.Fatal("a task started after close")
 	}
@@ -59,7 +61,7 @@ func TestTasksCloseStopsThem(t *testing.T) {
 		<-ctx.Done()
 		close(stopped)
 	})
-	ts.close()
+	ts.close(false)
 	select {
 	case <-stopped:
 	default:
@@ -67,22 +69,94 @@ func TestTasksCloseStopsThem(t *testing.T) {
 	}
 }
 
-// TestHoldMillis: a hold's time on the wire is rounded up and carries
-// LeaseMargin, so Redis never ends it before the Lease's Deadline.
-func TestHoldMillis(t *testing.T) {
-	for _, c := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "5"},
-		{time.Microsecond, "6"},
-		{time.Millisecond, "6"},
-		{1500 * time.Microsecond, "7"},
-		{30 * time.Second, "30005"},
-		{30*time.Second + time.Nanosecond, "30006"},
-	} {
-		if got := holdMillis(c.d); got != c.want {
-			t.Errorf("holdMillis(%v) = %s, want %s", c.d, got, c.want)
+// TestWorkersNotHeadOfLine: a worker stuck in a call whose caller has gone
+// is never handed the next call, so calls made meanwhile, one after the
+// other and many at once, each get their own answer well before their
+// deadline; idle workers end after workerIdle, and close waits for the
+// stuck one.
+func TestWorkersNotHeadOfLine(t *testing.T) {
+	base := runtime.NumGoroutine()
+	c := &Client{background: newTasks()}
+	block := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := bounded(c, ctx, func(context.Context) (int, error) { <-block; return 0, nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stuck call = %v, want the ctx's deadline", err)
+	}
+	call := func(i int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		v, err := bounded(c, ctx, func(context.Context) (int, error) { return i, nil })
+		if err != nil || v != i {
+			return fmt.Errorf("call %d = %d, %v: handed to a busy worker?", i, v, err)
 		}
+		return nil
+	}
+	for i := range 200 {
+		if err := call(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 200)
+	for i := range 200 {
+		go func() { errs <- call(i) }()
+	}
+	for range 200 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(want int) bool {
+		for end := time.Now().Add(workerIdle + 3*time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if runtime.NumGoroutine() <= want {
+				return true
+			}
+		}
+		return false
+	}
+	if !settled(base + 1) { // the stuck worker alone
+		t.Fatalf("%d goroutines %v after the calls, %d before: idle workers did not end", runtime.NumGoroutine(), workerIdle, base)
+	}
+	close(block)
+	c.background.close(false)
+	if !settled(base) { // a worker may still be on its way out after close
+		t.Fatalf("%d goroutines after close, %d before", runtime.NumGoroutine(), base)
+	}
+}
+
+// TestCallsAreNotBackgroundWork: a Redis call run on the tasks' goroutines
+// (bounded) is not background work: while it runs, or just after its
+// caller had its answer, wait (what Shutdown checks before it closes)
+// finds nothing under way; a background task it does wait for. A Shutdown
+// with a cancelled ctx right after an Unlock reported work left undone
+// when the call's goroutine had not yet counted itself out.
+func TestCallsAreNotBackgroundWork(t *testing.T) {
+	tk := newTasks()
+	defer tk.close(false)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	release := make(chan struct{})
+	call := taskFunc(func(context.Context) { <-release })
+	if !tk.start(call, false) {
+		t.Fatal("start refused a call")
+	}
+	if err := tk.wait(cancelled); err != nil {
+		t.Fatalf("wait while a call runs: %v, want nil (a call is not background work)", err)
+	}
+	close(release)
+
+	hold := make(chan struct{})
+	if !tk.run(func(context.Context) { <-hold }) {
+		t.Fatal("run refused a task")
+	}
+	if err := tk.wait(cancelled); err == nil {
+		t.Fatal("wait while a background task runs: nil, want ctx's error")
+	}
+	close(hold)
+	done, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := tk.wait(done); err != nil {
+		t.Fatalf("wait after the task ended: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // A Client hands out locks on one Redis deployment and renews their leases.
@@ -29,7 +29,8 @@ type Client struct {
 	renewInterval time.Duration
 	unlockTimeout time.Duration
 	publish       string
-	tracking      bool // invalidations of lock keys reach c.waits
+	tracking      bool   // invalidations of lock keys reach c.waits
+	namespace     string // WithNamespace: every lock name starts "<namespace>:"
 	owners        atomic.Uint64
 	// cluster is true on a Redis Cluster client: a script call's keys must
 	// then share one slot.
@@ -73,6 +74,9 @@ type Client struct {
 	renewer    *renewer
 	janitor    *janitor
 	background *tasks // work left by calls whose caller has gone (background.go)
+
+	cohorting bool    // WithCohorts, under a fair policy of protocol 3 or later
+	cohorts   cohorts // Lock calls passing the write among themselves (cohort.go)
 }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and
@@ -108,10 +112,12 @@ func New(opts ...Option) (*Client, error) {
 		syncReplicas:  int64(cfg.syncReplicas),
 		syncTimeout:   cfg.syncTimeout,
 		id:            uuid.NewString(),
-		policy:        cfg.policy.impl(),
+		policy:        cfg.policyImpl(),
 		leaseTime:     cfg.leaseTime,
 		renewInterval: cfg.leaseTime / 3,
 		unlockTimeout: cfg.unlockTimeout,
+		namespace:     cfg.namespace,
+		cohorting:     cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),
 		closing:       make(chan struct{}),
 		finished:      make(chan struct{}),
 	}
@@ -142,8 +148,8 @@ func New(opts ...Option) (*Client, error) {
 
 // resolvePublish picks the publish command Java Redisson would use: SPUBLISH
 // on a Redis 7+ cluster, PUBLISH everywhere else.
-func resolvePublish(rdb rueidis.Client, p PublishCommand) (string, error) {
-	if p != PublishAuto {
+func resolvePublish(rdb rueidis.Client, p publishCommand) (string, error) {
+	if p != publishAuto {
 		return string(p), nil
 	}
 	if rdb.Mode() != rueidis.ClientModeCluster {
@@ -172,13 +178,6 @@ func majorVersion(info string) int {
 	return 0
 }
 
-// ID returns the client's UUID: the first half of every owner identity it
-// writes to Redis ("<client UUID>:<owner id>").
-func (c *Client) ID() string { return c.id }
-
-// Policy returns the name of the client's policy.
-func (c *Client) Policy() string { return c.policy.name() }
-
 // RWMutex returns a handle on the lock name; every acquire on it is a new
 // owner. An invalid name fails the handle's first call (ErrInvalidName).
 func (c *Client) RWMutex(name string) *RWMutex {
@@ -188,6 +187,9 @@ func (c *Client) RWMutex(name string) *RWMutex {
 // handle returns a handle on lock name, on the wire as policy says.
 func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex {
 	keys, err := policy.keys(name)
+	if err == nil {
+		err = c.inNamespace(name)
+	}
 	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err}
 }
 
@@ -196,7 +198,10 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 // ErrLeaseLost and ErrClosed. Their holds expire in Redis with their lease.
 // Close may be called more than once, and cuts a Shutdown short. It returns
 // once the calls under way, each bounded by its ctx or the unlock timeout,
-// have ended.
+// have ended. With a rueidis client of the caller's (WithClient), it waits
+// at most a quarter second for the Redis commands those calls left behind:
+// one that rueidis holds while it connects to a server that does not
+// answer ends when rueidis gives it up.
 func (c *Client) Close() error {
 	if c.beginClose(false) {
 		c.finishClose(context.Background())
@@ -237,7 +242,11 @@ func (c *Client) beginClose(graceful bool) bool {
 func (c *Client) finishClose(ctx context.Context) {
 	c.ops.Wait()
 	c.stopConnecting()
-	c.background.close()
+	// A rueidis client of the caller's is not ours to close: a command
+	// it holds while connecting to a server that does not answer is not
+	// waited for past a grace. Ours is closed once every command we sent
+	// has ended: a connection made after its Close would stay open.
+	c.background.close(!c.ownsRedis)
 	c.renewer.close()
 	c.waits.close()
 	if c.janitor != nil { // nil: never connected
@@ -289,7 +298,7 @@ func (c *Client) isClosing() bool {
 // was refused, as a whole) rather than a failure whose outcome is unknown
 // or a refusal that passes (see transient), both of which are retried.
 func definite(err error) bool {
-	if errors.Is(err, ErrPolicyMismatch) {
+	if errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrPermission) {
 		return true
 	}
 	rerr, ok := rueidis.IsRedisErr(err)

@@ -50,7 +50,7 @@ type connector struct {
 // client tracking, a wrong password, TLS against a server without it) is
 // New's answer; Redis that cannot be reached now (see ErrUnavailable) is
 // tried again in the background until it answers or the Client closes.
-func (c *Client) connect(opt rueidis.ClientOption, publish PublishCommand) error {
+func (c *Client) connect(opt rueidis.ClientOption, publish publishCommand) error {
 	ctx, stop := context.WithCancel(context.Background())
 	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), tls: opt.TLSConfig != nil,
 		ready: make(chan struct{}), failed: make(chan struct{}), stop: stop}
@@ -74,7 +74,7 @@ func (c *Client) connect(opt rueidis.ClientOption, publish PublishCommand) error
 
 // redial tries to connect until it succeeds, fails for good, or the Client
 // closes.
-func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish PublishCommand) {
+func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish publishCommand) {
 	conn := c.conn
 	backoff := minConnectBackoff
 	for first := true; ; first = false {
@@ -113,9 +113,14 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish P
 }
 
 // dial makes a rueidis client and learns how to publish on it.
-func dial(opt rueidis.ClientOption, publish PublishCommand) (rueidis.Client, string, error) {
+func dial(opt rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, error) {
 	addr := strings.Join(opt.InitAddress, ",")
 	rdb, err := rueidis.NewClient(opt)
+	if refusedByACL(err) {
+		// Before ErrNoCache: rueidis reports a refused CLIENT TRACKING as
+		// a server without tracking. Waiting does not cure a refusal.
+		return nil, "", tag(fmt.Sprintf("fairrw: connect to %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
+	}
 	if errors.Is(err, rueidis.ErrNoCache) {
 		// Said here because the first place users meet it is an
 		// in-process test server, or a managed Redis.
@@ -131,13 +136,16 @@ func dial(opt rueidis.ClientOption, publish PublishCommand) (rueidis.Client, str
 	p, err := resolvePublish(rdb, publish)
 	if err != nil {
 		rdb.Close()
+		if refusedByACL(err) {
+			return nil, "", tag(fmt.Sprintf("fairrw: connect to %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
+		}
 		return nil, "", err
 	}
 	return rdb, p, nil
 }
 
 // use sets a rueidis client given with WithClient.
-func (c *Client) use(rdb rueidis.Client, publish PublishCommand) error {
+func (c *Client) use(rdb rueidis.Client, publish publishCommand) error {
 	p, err := resolvePublish(rdb, publish)
 	if err != nil {
 		return err
@@ -161,7 +169,7 @@ func unavailable(err error, tls bool) bool {
 	if tls && timedOut(err) {
 		return false
 	}
-	if _, ok := rueidis.IsRedisErr(err); ok {
+	if _, ok := rueidis.IsRedisErr(err); ok || errors.Is(err, ErrPermission) {
 		return false // Redis answered: a wrong password, say
 	}
 	var op *net.OpError
@@ -223,7 +231,8 @@ func (c *Client) stopConnecting() {
 }
 
 // Ping checks that Redis answers within ctx, for readiness probes. Otherwise
-// it returns an error wrapping ErrUnavailable that names the address.
+// it returns an error wrapping ErrUnavailable that names the address, or
+// ErrPermission when Redis refused the Client's credentials or its PING.
 func (c *Client) Ping(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
@@ -235,6 +244,9 @@ func (c *Client) Ping(ctx context.Context) error {
 	_, err := bounded(c, ctx, func(ctx context.Context) (string, error) {
 		return c.rdb.Do(ctx, c.rdb.B().Ping().Build()).ToString()
 	})
+	if refusedByACL(err) {
+		return tag(fmt.Sprintf("fairrw: ping %s: %s", c.address(), reason(permissionError(err))), ErrPermission, err)
+	}
 	if err != nil {
 		return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %v", c.address(), err), ErrUnavailable, err)
 	}

@@ -2,16 +2,19 @@ package fairrw
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 var (
 	// ErrNotAcquired is returned by TryLock and TryRLock when the lock is taken.
 	ErrNotAcquired = errors.New("fairrw: lock not acquired")
 
-	// ErrUpgrade is returned, with ErrNotAcquired, by Lease.Lock on a read: a
+	// errUpgrade is returned, with ErrNotAcquired, by Lease.Lock on a read: a
 	// read is never upgraded to the write.
-	ErrUpgrade = errors.New("fairrw: a read is never upgraded to the write")
+	errUpgrade = hidden.ErrUpgrade
 
 	// ErrNotHeld is returned for a lease or lock that is not held: unlocked
 	// before, lost, or gone from Redis.
@@ -21,14 +24,15 @@ var (
 	// could not confirm before its deadline.
 	ErrLeaseLost = errors.New("fairrw: lease lost")
 
-	// ErrUnlocked is the cause of a Lease's Context after a successful Unlock.
-	ErrUnlocked = errors.New("fairrw: lease unlocked")
+	// errUnlocked is the cause of a Lease's Context after a successful Unlock.
+	errUnlocked = hidden.ErrUnlocked
 
 	// ErrClosed is returned by every call on a closed Client, and to its waiters.
 	ErrClosed = errors.New("fairrw: client closed")
 
-	// ErrInvalidName is returned for a lock name that is empty, too long, or
-	// whose keys could not share one cluster slot. Nothing is sent to Redis.
+	// ErrInvalidName is returned for a lock name that is empty, longer than
+	// 4096 bytes, or whose keys could not share one cluster slot. Nothing is
+	// sent to Redis.
 	ErrInvalidName = errors.New("fairrw: invalid lock name")
 
 	// ErrInvalidOption is returned for an invalid option. Nothing is sent to
@@ -49,6 +53,19 @@ var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
 // machine's by more than the unlock timeout, as safe retries assume it is not.
 var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")
 
+// ErrPermission is returned when Redis refused the Client's credentials or
+// the command a call sent: a wrong password or user (WRONGPASS), a server
+// that wants a password (NOAUTH), or an ACL user not allowed a command, a
+// key or a channel the call needs (NOPERM; docs/acl.md lists what each
+// policy needs). The error names the lock and quotes the server's refusal,
+// never the password. A call refused so is not retried. A refused command,
+// key or channel changed nothing in Redis: Redis checks the command and a
+// script's keys before it runs it, and every script that publishes checks
+// its channel before its first write. (A user lacking a command that a
+// script runs inside, docs/acl.md lists them, is refused where the script
+// runs it.)
+var ErrPermission = errors.New("fairrw: permission denied by Redis")
+
 // tagged is an error that reads once but matches several sentinels
 // (errors.Is): a message naming the lock and the cause, without the chain
 // of every wrapped error's text.
@@ -63,6 +80,12 @@ func (e *tagged) Unwrap() []error { return e.errs }
 // tag returns an error with message msg (which should name the lock and
 // the cause) that errors.Is matches against each of errs.
 func tag(msg string, errs ...error) error { return &tagged{msg: msg, errs: errs} }
+
+// closedError is ErrClosed for a call on the lock name: it reads as the
+// other errors do, naming the lock.
+func closedError(name string) error {
+	return tag(fmt.Sprintf("fairrw: %q: client closed", name), ErrClosed)
+}
 
 // reason is err's message without its leading "fairrw: ", for a message
 // that goes on from a "fairrw: " of its own.

@@ -23,16 +23,24 @@ func ExampleClient_Inspect() {
 	}
 	defer c.Close()
 
+	other, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption())) // another process
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer other.Close()
+
 	m := c.RWMutex("orders:42")
 	w, err := m.Lock(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	// A second writer queues behind the first.
+	// A writer of another Client queues behind the first. (A second
+	// writer of this Client would wait in the Client, in its cohort: see
+	// WithCohorts.)
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := m.Lock(waitCtx)
+		_, err := other.RWMutex("orders:42").Lock(waitCtx)
 		waiting <- err
 	}()
 

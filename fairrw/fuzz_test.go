@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // fuzzPolicies are the policies whose key builders FuzzLockName checks.
@@ -52,7 +54,7 @@ func (r *silentRedis) Close() {}
 
 // lockNameSeeds are the names every run checks, fuzzing or not.
 func lockNameSeeds() []string {
-	long := strings.Repeat("a", MaxNameLength)
+	long := strings.Repeat("a", maxNameLength)
 	return []string{
 		"", "a", "{", "}", "{}", "}{", "{{}}", "{}{a}", "a{b}", "{a}b", "x}y", "a{b", "a}{b}",
 		":", "::", "a:b", "orders:{tenant}:42", "{tenant}:lock:1", "a:{b}:c",
@@ -73,14 +75,22 @@ func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string
 		keys = append(keys, k.tracked)
 	}
 	for _, mode := range []Mode{Read, Write} {
-		rk, _ := p.renewEntry(k, owner, mode)
+		rk, _ := p.renew(time.Second, []*renewHold{{m: &RWMutex{keys: *k}, owner: owner, mode: mode}})
 		keys = append(keys, rk...)
 	}
 	switch pp := p.(type) {
 	case redissonPolicy:
 		// As acquire, release and forceUnlock build them.
+		acq := wire.RedissonAcquire{Name: k.name, Keys: k.fair, Owner: owner}
+		rel := wire.Release{Name: k.name, Channel: k.channel, Owner: owner, Request: id}
+		read, write := wire.RedissonReadAcquire{RedissonAcquire: acq}, wire.RedissonWriteAcquire{RedissonAcquire: acq}
+		unlock := wire.RedissonUnlock{Release: rel}
+		for _, r := range []interface{ Render() ([]string, []string) }{&read, &write, &unlock} {
+			rk, _ := r.Render()
+			keys = append(keys, rk...)
+		}
 		keys = append(keys,
-			compat.OwnerMarker(k.name, owner), compat.Fair(k.name).State, compat.Fence(k.name),
+			wire.OwnerMarker(k.name, owner), wire.Fair(k.name).State, wire.Fence(k.name),
 			compat.LeaseKeyPrefix(k.name, owner), compat.LeaseKey(k.name, owner, 1), compat.LeaseKey(k.name, owner, 1<<30),
 			compat.UnlockLatch(k.name, id), compat.Channel(k.name),
 			// redisson_unlock rebuilds every owner's lease keys from
@@ -90,12 +100,17 @@ func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string
 		)
 	case fairPolicy:
 		for _, mode := range []Mode{Read, Write} {
-			ck, _ := pp.common(k, mode, owner, "1", "1", "1", "1", compat.Publish)
-			keys = append(keys, ck...)
+			acquire := wire.FairAcquire{FairCall: pp.call(k, mode, owner, time.Now(), time.Second, compat.Publish)}
+			unlock := wire.FairUnlock{FairCall: acquire.FairCall, Request: id}
+			force := wire.FairForceUnlock{FairCall: acquire.FairCall}
+			for _, r := range []interface{ Render() ([]string, []string) }{&acquire, &unlock, &force} {
+				rk, _ := r.Render()
+				keys = append(keys, rk...)
+			}
 		}
-		fk := compat.Fair(k.name)
+		fk := wire.Fair(k.name)
 		keys = append(keys, fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fk.Channel,
-			compat.Fence(k.name), compat.OwnerMarker(k.name, owner), compat.UnlockLatch(k.name, id))
+			wire.Fence(k.name), wire.OwnerMarker(k.name, owner), compat.UnlockLatch(k.name, id))
 	default:
 		t.Fatalf("unknown policy implementation %T", p)
 	}
@@ -104,7 +119,7 @@ func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string
 
 // FuzzLockName: for any name, validation never panics; a refused name is
 // refused with ErrInvalidName by every call of its handle, before anything
-// is built or sent; an accepted name is non-empty, at most MaxNameLength
+// is built or sent; an accepted name is non-empty, at most maxNameLength
 // bytes, and every key and channel each policy derives from it hashes to
 // the name's own cluster slot, deterministically.
 func FuzzLockName(f *testing.F) {
@@ -140,14 +155,14 @@ func FuzzLockName(f *testing.F) {
 				if !errors.Is(err, ErrInvalidName) {
 					t.Fatalf("%s: keys(%q) = %v, want an error wrapping ErrInvalidName", p, name, err)
 				}
-				if len(err.Error()) > 4*MaxNameLength+200 {
+				if len(err.Error()) > 4*maxNameLength+200 {
 					t.Fatalf("%s: error message of %d bytes for a name of %d", p, len(err.Error()), len(name))
 				}
 				refusedHandle(t, clients[i].c, clients[i].rdb, name)
 				continue
 			}
 			verdicts[i] = true
-			if name == "" || len(name) > MaxNameLength {
+			if name == "" || len(name) > maxNameLength {
 				t.Fatalf("%s: accepted a name of %d bytes", p, len(name))
 			}
 			if k.name != name || k.slot != slot.Of(name) {
@@ -161,15 +176,15 @@ func FuzzLockName(f *testing.F) {
 					}
 				}
 			}
-			if m := clients[i].c.RWMutex(name); m.err != nil || m.Name() != name {
-				t.Fatalf("%s: RWMutex(%q): name %q, err %v", p, name, m.Name(), m.err)
+			if m := clients[i].c.RWMutex(name); m.err != nil || m.lockName() != name {
+				t.Fatalf("%s: RWMutex(%q): name %q, err %v", p, name, m.lockName(), m.err)
 			}
 		}
 		// The two fair policies build the same keys: they must agree.
 		if verdicts[1] != verdicts[2] {
 			t.Fatalf("%q: writer-preferring accepts %v, phase-fair %v", name, verdicts[1], verdicts[2])
 		}
-		if name == "" || len(name) > MaxNameLength {
+		if name == "" || len(name) > maxNameLength {
 			for i, ok := range verdicts {
 				if ok {
 					t.Fatalf("%s accepted a name of %d bytes", fuzzPolicies[i], len(name))

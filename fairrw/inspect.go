@@ -2,20 +2,23 @@ package fairrw
 
 import (
 	"context"
-	"slices"
+	"errors"
+	"fmt"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // Policies Inspect reports in LockInfo.Policy besides those of Policy.String.
 const (
-	// PolicyMutex is the Policy of a name held as a Mutex.
-	PolicyMutex = "redisson-mutex"
-	// PolicyFair is the Policy of a name held only by reads under a fair policy,
+	// policyMutex is the Policy of a name held as a Mutex.
+	policyMutex = hidden.PolicyMutex
+	// policyFair is the Policy of a name held only by reads under a fair policy,
 	// once the record of which one has expired. Either may take it.
-	PolicyFair = "fair"
+	policyFair = hidden.PolicyFair
 )
 
 // LockInfo is what Redis keeps of one lock at one instant, as Inspect read
@@ -23,8 +26,11 @@ const (
 type LockInfo struct {
 	// Name is the lock name.
 	Name string
-	// Policy is the format of the keys found (a Policy's String, PolicyMutex or
-	// PolicyFair), or "" if none. It may be set while nobody holds or waits.
+	// Policy is the format of the keys found, or "" if none: a Policy's String
+	// ("writer-preferring", "phase-fair", "redisson"), "redisson-mutex" for a
+	// name held as a Mutex, or "fair" for a name held only by reads under a
+	// fair policy once the record of which one has expired (either fair
+	// policy may take it). It may be set while nobody holds or waits.
 	Policy string
 	// Time is the server's clock when the lock was read; Remaining counts from it.
 	Time time.Time
@@ -34,8 +40,10 @@ type LockInfo struct {
 	WaitingWriters []WaiterInfo
 	// WaitingReaders are the readers PhaseFair recorded as waiting or admitted.
 	WaitingReaders []WaiterInfo
-	// Token is the current write's fencing token, else the last one minted while
-	// Redis keeps it, or 0. Under Redisson's formats a token is kept for a second.
+	// Token is the current write's fencing token as Redis granted it, else the
+	// last one minted while Redis keeps it, or 0. A Lease its Client passed on
+	// in a cohort (WithCohorts) carries one up to 15 above it. Under
+	// Redisson's formats a token is kept for a second.
 	Token uint64
 }
 
@@ -79,24 +87,31 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	if err := validateInspectName(name); err != nil {
 		return nil, err
 	}
-	if err := c.enter(); err != nil {
+	if err := c.inNamespace(name); err != nil {
 		return nil, err
+	}
+	if err := c.enter(); err != nil {
+		return nil, closedError(name)
 	}
 	defer c.leave()
 	if err := c.await(ctx, name); err != nil {
 		return nil, err
 	}
-	keys := inspectKeys(name)
+	fair := wire.Fair(name)
 	var leaseKeys []string
 	// A Redisson read's lease keys are named in the hash: the first call
 	// learns them, a second reads them with it, a third covers holds taken
 	// between the two; after that (holds keep changing) reads whose lease
 	// keys were not read show the hash's time to live.
 	for attempt := 1; ; attempt++ {
-		readKeys := append(slices.Clip(keys), leaseKeys...)
+		req := wire.Inspect{Name: name, Keys: fair, LeaseKeys: leaseKeys}
+		keys, args := req.Render()
 		raw, err := bounded(c, ctx, func(ctx context.Context) (*inspectRaw, error) {
-			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, readKeys, nil))
+			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, keys, args))
 		})
+		if errors.Is(err, ErrPermission) {
+			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, reason(err)), err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -108,25 +123,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	}
 }
 
-// Inspect describes the lock of the handle, as Client.Inspect.
-func (m *RWMutex) Inspect(ctx context.Context) (*LockInfo, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	return m.c.Inspect(ctx, m.keys.name)
-}
-
-// Inspect describes the mutex of the handle, as Client.Inspect.
-func (m *Mutex) Inspect(ctx context.Context) (*LockInfo, error) { return m.rw.Inspect(ctx) }
-
-// inspectKeys are the KEYS of lua/inspect.lua before the lease keys.
-func inspectKeys(name string) []string {
-	fk := compat.Fair(name)
-	return []string{name, fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(name)}
-}
-
 // validateInspectName checks name as every policy does, for every key
 // Inspect reads: they must share the name's slot.
 func validateInspectName(name string) error {
-	return validateName(name, append(inspectKeys(name), compat.LeaseKey(name, "x", 1))...)
+	req := wire.Inspect{Name: name, Keys: wire.Fair(name), LeaseKeys: []string{compat.LeaseKey(name, "x", 1)}}
+	keys, _ := req.Render()
+	return validateName(name, keys...)
 }

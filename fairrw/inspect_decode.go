@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,7 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // maxLeaseKeys bounds the lease keys Inspect reads for one Redisson reader:
@@ -23,102 +23,22 @@ const maxLeaseKeys = 1024
 const noExpiry = time.Duration(-1)
 
 // inspectRaw is lua/inspect.lua's reply, decoded but not yet interpreted.
-type inspectRaw struct {
-	now       int64 // the server's clock, ms
-	hashType  string
-	hashTTL   int64 // PTTL of the hash N
-	hash      map[string]string
-	stateType string
-	state     map[string]string
-	readers   zsetRaw
-	queue     zsetRaw
-	waiting   zsetRaw
-	admitted  zsetRaw
-	fenceType string
-	fence     string
-	leaseTTLs []int64 // PTTL of each lease key passed, in order
-}
+type inspectRaw struct{ wire.Inspected }
 
-type zsetRaw struct {
-	typ     string
-	members []zmember // in score order
-}
-
-type zmember struct {
-	member string
-	score  int64
-}
-
-// parseInspect decodes {now, n, s, r, q, w, a, f, leases}.
+// parseInspect decodes the reply (wire.DecodeInspect).
 func parseInspect(res rueidis.RedisResult) (*inspectRaw, error) {
-	v, err := res.ToArray()
+	in, err := wire.DecodeInspect(res)
 	if err != nil {
 		return nil, redisError(err)
 	}
-	if len(v) != 9 {
-		return nil, fmt.Errorf("fairrw: unexpected inspect reply of %d values", len(v))
-	}
-	raw := &inspectRaw{}
-	var errs [9]error
-	raw.now, errs[0] = v[0].AsInt64()
-	var n, s, f []string
-	n, errs[1] = v[1].AsStrSlice()
-	s, errs[2] = v[2].AsStrSlice()
-	raw.readers, errs[3] = parseZset(v[3])
-	raw.queue, errs[4] = parseZset(v[4])
-	raw.waiting, errs[5] = parseZset(v[5])
-	raw.admitted, errs[6] = parseZset(v[6])
-	f, errs[7] = v[7].AsStrSlice()
-	raw.leaseTTLs, errs[8] = v[8].AsIntSlice()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("fairrw: unexpected inspect reply: %w", err)
-		}
-	}
-	if len(n) < 2 || len(s) < 1 || len(f) < 1 {
-		return nil, fmt.Errorf("fairrw: unexpected inspect reply: short key description")
-	}
-	raw.hashType, raw.stateType, raw.fenceType = n[0], s[0], f[0]
-	if raw.hashTTL, err = strconv.ParseInt(n[1], 10, 64); err != nil {
-		return nil, fmt.Errorf("fairrw: unexpected inspect reply: %w", err)
-	}
-	raw.hash, raw.state = pairs(n[2:]), pairs(s[1:])
-	if len(f) > 1 {
-		raw.fence = f[1]
-	}
-	return raw, nil
-}
-
-// parseZset decodes {type, member, score, ...}.
-func parseZset(m rueidis.RedisMessage) (zsetRaw, error) {
-	v, err := m.AsStrSlice()
-	if err != nil || len(v) < 1 {
-		return zsetRaw{}, fmt.Errorf("zset description: %v (%w)", v, err)
-	}
-	z := zsetRaw{typ: v[0]}
-	for i := 1; i+1 < len(v); i += 2 {
-		score, err := strconv.ParseFloat(v[i+1], 64)
-		if err != nil {
-			return zsetRaw{}, fmt.Errorf("score %q: %w", v[i+1], err)
-		}
-		z.members = append(z.members, zmember{member: v[i], score: int64(score)})
-	}
-	return z, nil
-}
-
-func pairs(v []string) map[string]string {
-	m := make(map[string]string, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		m[v[i]] = v[i+1]
-	}
-	return m
+	return &inspectRaw{*in}, nil
 }
 
 // redissonRW reports whether N is a Redisson read-write lock hash (it has
 // a mode); a hash without one is an RLock's.
 func (raw *inspectRaw) redissonRW() bool {
-	_, ok := raw.hash[compat.ModeField]
-	return raw.hashType == "hash" && ok
+	_, ok := raw.Hash[compat.ModeField]
+	return raw.HashType == "hash" && ok
 }
 
 // leaseKeys names the lease keys of every read hold the Redisson hash
@@ -128,7 +48,7 @@ func (raw *inspectRaw) leaseKeys(name string) []string {
 		return nil
 	}
 	var keys []string
-	for field, v := range raw.hash {
+	for field, v := range raw.Hash {
 		if field == compat.ModeField || strings.HasSuffix(field, compat.WriteSuffix) {
 			continue
 		}
@@ -160,23 +80,23 @@ func (raw *inspectRaw) describe(name string, leaseKeys []string) (*LockInfo, err
 	if err := raw.foreign(); err != nil {
 		return nil, err
 	}
-	info := &LockInfo{Name: name, Time: time.UnixMilli(raw.now)}
-	if t, err := strconv.ParseUint(raw.fence, 10, 64); err == nil {
+	info := &LockInfo{Name: name, Time: time.UnixMilli(raw.Now)}
+	if t, err := strconv.ParseUint(raw.Fence, 10, 64); err == nil {
 		info.Token = t
 	}
 	switch {
 	case raw.redissonRW():
 		info.Policy = Redisson().String()
 		raw.describeRedisson(info, name, leaseKeys)
-	case raw.hashType == "hash":
-		info.Policy = PolicyMutex
-		for field, v := range raw.hash {
+	case raw.HashType == "hash":
+		info.Policy = policyMutex
+		for field, v := range raw.Hash {
 			if holds, err := strconv.Atoi(v); err == nil {
-				info.Holders = append(info.Holders, HolderInfo{Owner: field, Mode: Write, Holds: holds, Remaining: ttl(raw.hashTTL)})
+				info.Holders = append(info.Holders, HolderInfo{Owner: field, Mode: Write, Holds: holds, Remaining: ttl(raw.HashTTL)})
 			}
 		}
-	case raw.stateType == "hash" || raw.readers.typ == "zset" || raw.queue.typ == "zset" ||
-		raw.waiting.typ == "zset" || raw.admitted.typ == "zset":
+	case raw.StateType == "hash" || raw.Readers.Type == "zset" || raw.Queue.Type == "zset" ||
+		raw.Waiting.Type == "zset" || raw.Admitted.Type == "zset":
 		info.Policy = raw.fairPolicy()
 		raw.describeFair(info)
 	}
@@ -190,13 +110,13 @@ func (raw *inspectRaw) describe(name string, leaseKeys []string) (*LockInfo, err
 // of the lock's names: it is not a lock fairrw or Redisson wrote.
 func (raw *inspectRaw) foreign() error {
 	check := []struct{ typ, want, what string }{
-		{raw.hashType, "hash", "the lock's name"},
-		{raw.stateType, "hash", "the fair state's name"},
-		{raw.readers.typ, "zset", "the readers' name"},
-		{raw.queue.typ, "zset", "the queue's name"},
-		{raw.waiting.typ, "zset", "the waiting readers' name"},
-		{raw.admitted.typ, "zset", "the admitted readers' name"},
-		{raw.fenceType, "string", "the fencing token's name"},
+		{raw.HashType, "hash", "the lock's name"},
+		{raw.StateType, "hash", "the fair state's name"},
+		{raw.Readers.Type, "zset", "the readers' name"},
+		{raw.Queue.Type, "zset", "the queue's name"},
+		{raw.Waiting.Type, "zset", "the waiting readers' name"},
+		{raw.Admitted.Type, "zset", "the admitted readers' name"},
+		{raw.FenceType, "string", "the fencing token's name"},
 	}
 	for _, c := range check {
 		if c.typ != "none" && c.typ != c.want {
@@ -219,17 +139,17 @@ func ttl(pttl int64) time.Duration {
 func (raw *inspectRaw) describeRedisson(info *LockInfo, name string, leaseKeys []string) {
 	leaseTTL := make(map[string]int64, len(leaseKeys))
 	for i, k := range leaseKeys {
-		if i < len(raw.leaseTTLs) {
-			leaseTTL[k] = raw.leaseTTLs[i]
+		if i < len(raw.LeaseTTLs) {
+			leaseTTL[k] = raw.LeaseTTLs[i]
 		}
 	}
-	for field, v := range raw.hash {
+	for field, v := range raw.Hash {
 		holds, err := strconv.Atoi(v)
 		if field == compat.ModeField || err != nil {
 			continue
 		}
 		if owner, ok := strings.CutSuffix(field, compat.WriteSuffix); ok {
-			info.Holders = append(info.Holders, HolderInfo{Owner: owner, Mode: Write, Holds: holds, Remaining: ttl(raw.hashTTL)})
+			info.Holders = append(info.Holders, HolderInfo{Owner: owner, Mode: Write, Holds: holds, Remaining: ttl(raw.HashTTL)})
 			continue
 		}
 		longest := int64(0)
@@ -238,7 +158,7 @@ func (raw *inspectRaw) describeRedisson(info *LockInfo, name string, leaseKeys [
 		}
 		remaining := time.Duration(longest) * time.Millisecond
 		if longest <= 0 {
-			remaining = ttl(raw.hashTTL) // the hash keeps the owner's field while it lives
+			remaining = ttl(raw.HashTTL) // the hash keeps the owner's field while it lives
 		}
 		info.Holders = append(info.Holders, HolderInfo{Owner: field, Mode: Read, Holds: holds, Remaining: remaining})
 	}
@@ -247,51 +167,52 @@ func (raw *inspectRaw) describeRedisson(info *LockInfo, name string, leaseKeys [
 // fairPolicy names the fair policy of the state: recorded in it, or
 // phase-fair when a key only it writes exists.
 func (raw *inspectRaw) fairPolicy() string {
-	if p := raw.state["policy"]; p != "" {
+	if rec := raw.State["policy"]; rec != "" {
+		p, _ := wire.ParsePolicyRecord(rec)
 		return p
 	}
-	if raw.waiting.typ == "zset" || raw.admitted.typ == "zset" {
+	if raw.Waiting.Type == "zset" || raw.Admitted.Type == "zset" {
 		return PhaseFair().String()
 	}
-	return PolicyFair
+	return policyFair
 }
 
 // describeFair reads the fair policies' keys (lua/fair_lib.lua). An entry
 // counts while now <= its deadline, as there.
 func (raw *inspectRaw) describeFair(info *LockInfo) {
-	now := raw.now
+	now := raw.Now
 	left := func(deadline int64) time.Duration { return time.Duration(deadline-now) * time.Millisecond }
-	if w := raw.state["writer"]; w != "" {
-		deadline, err := strconv.ParseInt(raw.state["wdeadline"], 10, 64)
+	if w := raw.State["writer"]; w != "" {
+		deadline, err := strconv.ParseInt(raw.State["wdeadline"], 10, 64)
 		if err == nil && deadline >= now {
-			holds, _ := strconv.Atoi(raw.state["wcount"])
+			holds, _ := strconv.Atoi(raw.State["wcount"])
 			info.Holders = append(info.Holders, HolderInfo{Owner: w, Mode: Write, Holds: holds, Remaining: left(deadline)})
-			if t, err := strconv.ParseUint(raw.state["wtoken"], 10, 64); err == nil {
+			if t, err := strconv.ParseUint(raw.State["wtoken"], 10, 64); err == nil {
 				info.Token = t
 			}
 		}
 	}
-	for _, r := range raw.readers.members {
-		if r.score >= now {
-			info.Holders = append(info.Holders, HolderInfo{Owner: r.member, Mode: Read, Remaining: left(r.score)})
+	for _, r := range raw.Readers.Members {
+		if r.Score >= now {
+			info.Holders = append(info.Holders, HolderInfo{Owner: r.Member, Mode: Read, Remaining: left(r.Score)})
 		}
 	}
-	for _, q := range raw.queue.members {
-		d, l, ok := strings.Cut(raw.state["q:"+q.member], ":")
+	for _, q := range raw.Queue.Members {
+		d, l, ok := strings.Cut(raw.State["q:"+q.Member], ":")
 		deadline, err1 := strconv.ParseInt(d, 10, 64)
 		lease, err2 := strconv.ParseInt(l, 10, 64)
 		if ok && err1 == nil && err2 == nil && deadline >= now {
-			info.WaitingWriters = append(info.WaitingWriters, WaiterInfo{Owner: q.member, Remaining: left(deadline), Lease: max(time.Duration(lease)*time.Millisecond-LeaseMargin, 0)})
+			info.WaitingWriters = append(info.WaitingWriters, WaiterInfo{Owner: q.Member, Remaining: left(deadline), Lease: max(time.Duration(lease)*time.Millisecond-leaseMargin, 0)})
 		}
 	}
-	for _, a := range raw.admitted.members {
-		if a.score >= now {
-			info.WaitingReaders = append(info.WaitingReaders, WaiterInfo{Owner: a.member, Remaining: left(a.score), Admitted: true})
+	for _, a := range raw.Admitted.Members {
+		if a.Score >= now {
+			info.WaitingReaders = append(info.WaitingReaders, WaiterInfo{Owner: a.Member, Remaining: left(a.Score), Admitted: true})
 		}
 	}
-	for _, w := range raw.waiting.members {
-		if w.score >= now {
-			info.WaitingReaders = append(info.WaitingReaders, WaiterInfo{Owner: w.member, Remaining: left(w.score)})
+	for _, w := range raw.Waiting.Members {
+		if w.Score >= now {
+			info.WaitingReaders = append(info.WaitingReaders, WaiterInfo{Owner: w.Member, Remaining: left(w.Score)})
 		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestDescribe: how each format's raw keys read as a LockInfo, entries
@@ -15,16 +16,16 @@ import (
 // them (an entry counts while now <= its deadline).
 func TestDescribe(t *testing.T) {
 	const now = 1_000_000
-	none := zsetRaw{typ: "none"}
-	zset := func(pairs ...any) zsetRaw {
-		z := zsetRaw{typ: "zset"}
+	none := wire.Zset{Type: "none"}
+	zset := func(pairs ...any) wire.Zset {
+		z := wire.Zset{Type: "zset"}
 		for i := 0; i+1 < len(pairs); i += 2 {
-			z.members = append(z.members, zmember{member: pairs[i].(string), score: int64(pairs[i+1].(int))})
+			z.Members = append(z.Members, wire.ZMember{Member: pairs[i].(string), Score: int64(pairs[i+1].(int))})
 		}
 		return z
 	}
 	base := func() *inspectRaw {
-		return &inspectRaw{now: now, hashType: "none", hashTTL: -2, stateType: "none", readers: none, queue: none, waiting: none, admitted: none, fenceType: "none"}
+		return &inspectRaw{wire.Inspected{Now: now, HashType: "none", HashTTL: -2, StateType: "none", Readers: none, Queue: none, Waiting: none, Admitted: none, FenceType: "none"}}
 	}
 	tests := []struct {
 		name      string
@@ -37,17 +38,17 @@ func TestDescribe(t *testing.T) {
 		token     uint64
 	}{
 		{name: "nothing", raw: base},
-		{name: "only a token", raw: func() *inspectRaw { r := base(); r.fenceType, r.fence = "string", "77"; return r }, token: 77},
+		{name: "only a token", raw: func() *inspectRaw { r := base(); r.FenceType, r.Fence = "string", "77"; return r }, token: 77},
 		{
 			name: "fair write, readers, queue",
 			raw: func() *inspectRaw {
 				r := base()
-				r.stateType = "hash"
-				r.state = map[string]string{"policy": "writer-preferring", "writer": "c:1", "wcount": "2", "wdeadline": "1000500", "wtoken": "42", "seq": "3",
-					"q:c:3": "1000300:30005", "q:c:2": "1000100:20005", "q:c:4": "999999:30005", "future-field": "x"} // a waiter's lease is stored with LeaseMargin
-				r.readers = zset("c:9", 999_999, "c:1", 1_000_000)
-				r.queue = zset("c:2", 1, "c:3", 2, "c:4", 3, "c:5", 4) // c:4 dead, c:5 has no entry
-				r.fenceType, r.fence = "string", "41"
+				r.StateType = "hash"
+				r.State = map[string]string{"policy": "writer-preferring", "writer": "c:1", "wcount": "2", "wdeadline": "1000500", "wtoken": "42", "seq": "3",
+					"q:c:3": "1000300:30005", "q:c:2": "1000100:20005", "q:c:4": "999999:30005", "future-field": "x"} // a waiter's lease is stored with leaseMargin
+				r.Readers = zset("c:9", 999_999, "c:1", 1_000_000)
+				r.Queue = zset("c:2", 1, "c:3", 2, "c:4", 3, "c:5", 4) // c:4 dead, c:5 has no entry
+				r.FenceType, r.Fence = "string", "41"
 				return r
 			},
 			policy:  "writer-preferring",
@@ -59,9 +60,9 @@ func TestDescribe(t *testing.T) {
 			name: "fair writer dead: the last token",
 			raw: func() *inspectRaw {
 				r := base()
-				r.stateType = "hash"
-				r.state = map[string]string{"policy": "phase-fair", "writer": "c:1", "wcount": "1", "wdeadline": "999999", "wtoken": "42"}
-				r.fenceType, r.fence = "string", "43"
+				r.StateType = "hash"
+				r.State = map[string]string{"policy": "phase-fair", "writer": "c:1", "wcount": "1", "wdeadline": "999999", "wtoken": "42"}
+				r.FenceType, r.Fence = "string", "43"
 				return r
 			},
 			policy: "phase-fair",
@@ -71,9 +72,9 @@ func TestDescribe(t *testing.T) {
 			name: "phase-fair waiting and admitted readers, state expired",
 			raw: func() *inspectRaw {
 				r := base()
-				r.readers = zset("c:1", 1_000_010)
-				r.waiting = zset("c:7", 999_000, "c:8", 1_000_020)
-				r.admitted = zset("c:6", 1_000_030)
+				r.Readers = zset("c:1", 1_000_010)
+				r.Waiting = zset("c:7", 999_000, "c:8", 1_000_020)
+				r.Admitted = zset("c:6", 1_000_030)
 				return r
 			},
 			policy:  "phase-fair",
@@ -82,17 +83,17 @@ func TestDescribe(t *testing.T) {
 		},
 		{
 			name:    "fair reads, policy unrecorded",
-			raw:     func() *inspectRaw { r := base(); r.readers = zset("c:2", 1_000_001, "c:1", 1_000_002); return r },
-			policy:  PolicyFair,
+			raw:     func() *inspectRaw { r := base(); r.Readers = zset("c:2", 1_000_001, "c:1", 1_000_002); return r },
+			policy:  policyFair,
 			holders: []string{"read c:1 x0 2ms", "read c:2 x0 1ms"},
 		},
 		{
 			name: "Redisson write with a downgrade read",
 			raw: func() *inspectRaw {
 				r := base()
-				r.hashType, r.hashTTL = "hash", 9000
-				r.hash = map[string]string{"mode": "write", "c:1:write": "2", "c:1": "1"}
-				r.leaseTTLs = []int64{4000}
+				r.HashType, r.HashTTL = "hash", 9000
+				r.Hash = map[string]string{"mode": "write", "c:1:write": "2", "c:1": "1"}
+				r.LeaseTTLs = []int64{4000}
 				return r
 			},
 			leaseKeys: []string{compat.LeaseKey("n", "c:1", 1)},
@@ -103,9 +104,9 @@ func TestDescribe(t *testing.T) {
 			name: "Redisson reads: longest lease key, else the hash's",
 			raw: func() *inspectRaw {
 				r := base()
-				r.hashType, r.hashTTL = "hash", 9000
-				r.hash = map[string]string{"mode": "read", "c:1": "2", "c:2": "1", "c:3": "1", "c:4": "many"}
-				r.leaseTTLs = []int64{1000, 5000, -2}
+				r.HashType, r.HashTTL = "hash", 9000
+				r.Hash = map[string]string{"mode": "read", "c:1": "2", "c:2": "1", "c:3": "1", "c:4": "many"}
+				r.LeaseTTLs = []int64{1000, 5000, -2}
 				return r
 			},
 			leaseKeys: []string{compat.LeaseKey("n", "c:1", 1), compat.LeaseKey("n", "c:1", 2), compat.LeaseKey("n", "c:2", 1)},
@@ -116,10 +117,10 @@ func TestDescribe(t *testing.T) {
 			name: "RLock without expiry",
 			raw: func() *inspectRaw {
 				r := base()
-				r.hashType, r.hashTTL, r.hash = "hash", -1, map[string]string{"j:1": "3"}
+				r.HashType, r.HashTTL, r.Hash = "hash", -1, map[string]string{"j:1": "3"}
 				return r
 			},
-			policy:  PolicyMutex,
+			policy:  policyMutex,
 			holders: []string{"write j:1 x3 -1ns"},
 		},
 	}
@@ -158,15 +159,16 @@ func TestDescribe(t *testing.T) {
 // ErrPolicyMismatch, not a lock.
 func TestDescribeForeign(t *testing.T) {
 	for _, set := range []func(*inspectRaw){
-		func(r *inspectRaw) { r.hashType = "string" },
-		func(r *inspectRaw) { r.stateType = "list" },
-		func(r *inspectRaw) { r.readers.typ = "hash" },
-		func(r *inspectRaw) { r.queue.typ = "set" },
-		func(r *inspectRaw) { r.waiting.typ = "stream" },
-		func(r *inspectRaw) { r.admitted.typ = "string" },
-		func(r *inspectRaw) { r.fenceType = "hash" },
+		func(r *inspectRaw) { r.HashType = "string" },
+		func(r *inspectRaw) { r.StateType = "list" },
+		func(r *inspectRaw) { r.Readers.Type = "hash" },
+		func(r *inspectRaw) { r.Queue.Type = "set" },
+		func(r *inspectRaw) { r.Waiting.Type = "stream" },
+		func(r *inspectRaw) { r.Admitted.Type = "string" },
+		func(r *inspectRaw) { r.FenceType = "hash" },
 	} {
-		r := &inspectRaw{hashType: "none", stateType: "none", readers: zsetRaw{typ: "none"}, queue: zsetRaw{typ: "none"}, waiting: zsetRaw{typ: "none"}, admitted: zsetRaw{typ: "none"}, fenceType: "none"}
+		none := wire.Zset{Type: "none"}
+		r := &inspectRaw{wire.Inspected{HashType: "none", StateType: "none", Readers: none, Queue: none, Waiting: none, Admitted: none, FenceType: "none"}}
 		set(r)
 		if _, err := r.describe("n", nil); !errors.Is(err, ErrPolicyMismatch) {
 			t.Errorf("%+v: %v, want ErrPolicyMismatch", r, err)
@@ -177,7 +179,7 @@ func TestDescribeForeign(t *testing.T) {
 // TestInspectLeaseKeys: the lease keys a Redisson hash names (sorted, a
 // foreign count skipped), and when a second call is needed.
 func TestInspectLeaseKeys(t *testing.T) {
-	r := &inspectRaw{hashType: "hash", hash: map[string]string{"mode": "read", "b:1": "2", "a:1": "1", "a:1:write": "1", "x": "-1", "y": "9999999"}}
+	r := &inspectRaw{wire.Inspected{HashType: "hash", Hash: map[string]string{"mode": "read", "b:1": "2", "a:1": "1", "a:1:write": "1", "x": "-1", "y": "9999999"}}}
 	got := r.leaseKeys("n")
 	want := []string{compat.LeaseKey("n", "a:1", 1), compat.LeaseKey("n", "b:1", 1), compat.LeaseKey("n", "b:1", 2)}
 	if !slices.Equal(got, want) {
@@ -186,7 +188,7 @@ func TestInspectLeaseKeys(t *testing.T) {
 	if !missing(want, nil) || missing(want, want) || missing(nil, nil) || !missing(want, want[:2]) {
 		t.Fatal("missing reports wrong")
 	}
-	mutex := &inspectRaw{hashType: "hash", hash: map[string]string{"a:1": "1"}}
+	mutex := &inspectRaw{wire.Inspected{HashType: "hash", Hash: map[string]string{"a:1": "1"}}}
 	if keys := mutex.leaseKeys("n"); keys != nil {
 		t.Fatalf("an RLock has lease keys %q", keys)
 	}

@@ -7,27 +7,6 @@ import (
 	"time"
 )
 
-// MarshalText renders the mode as "read" or "write".
-func (m Mode) MarshalText() ([]byte, error) {
-	if m != Read && m != Write {
-		return nil, fmt.Errorf("fairrw: invalid mode %d", m)
-	}
-	return []byte(m.String()), nil
-}
-
-// UnmarshalText reads "read" or "write".
-func (m *Mode) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "read":
-		*m = Read
-	case "write":
-		*m = Write
-	default:
-		return fmt.Errorf("fairrw: invalid mode %q", b)
-	}
-	return nil
-}
-
 // lockInfoJSON is LockInfo as JSON shows it: words for modes, durations in
 // milliseconds, times in RFC 3339.
 type lockInfoJSON struct {
@@ -42,7 +21,7 @@ type lockInfoJSON struct {
 
 type holderJSON struct {
 	Owner       string `json:"owner"`
-	Mode        Mode   `json:"mode"`
+	Mode        string `json:"mode"`
 	Holds       int    `json:"holds"`
 	RemainingMs int64  `json:"remaining_ms"`
 }
@@ -54,15 +33,15 @@ type waiterJSON struct {
 	Admitted    bool   `json:"admitted,omitempty"`
 }
 
-// MarshalJSON renders the lock's state with words for modes and
-// milliseconds for durations:
+// MarshalJSON renders the lock's state, for an admin endpoint or a tool
+// that reads it, with words for modes and milliseconds for durations:
 //
 //	{"name":"orders","policy":"writer-preferring","time":"...","holders":[{"owner":"...","mode":"write","holds":1,"remaining_ms":29876}],...}
 func (i LockInfo) MarshalJSON() ([]byte, error) {
 	out := lockInfoJSON{Name: i.Name, Policy: i.Policy, Time: i.Time, Token: i.Token,
 		Holders: []holderJSON{}, WaitingWriters: []waiterJSON{}, WaitingReaders: []waiterJSON{}}
 	for _, h := range i.Holders {
-		out.Holders = append(out.Holders, holderJSON{h.Owner, h.Mode, h.Holds, h.Remaining.Milliseconds()})
+		out.Holders = append(out.Holders, holderJSON{h.Owner, h.Mode.String(), h.Holds, h.Remaining.Milliseconds()})
 	}
 	for _, w := range i.WaitingWriters {
 		out.WaitingWriters = append(out.WaitingWriters, waiterJSON{w.Owner, w.Remaining.Milliseconds(), w.Lease.Milliseconds(), w.Admitted})

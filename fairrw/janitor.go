@@ -16,6 +16,7 @@ type janitor struct {
 	rdb  rueidis.Client
 	halt context.Context // ends when a Shutdown is cut short: a delete under way gives up
 	keys chan string
+	quit chan struct{} // closed by close: run deletes what is queued and ends
 	done chan struct{}
 }
 
@@ -25,14 +26,17 @@ const (
 )
 
 func newJanitor(rdb rueidis.Client, halt context.Context) *janitor {
-	j := &janitor{rdb: rdb, halt: halt, keys: make(chan string, janitorQueue), done: make(chan struct{})}
+	j := &janitor{rdb: rdb, halt: halt, keys: make(chan string, janitorQueue), quit: make(chan struct{}), done: make(chan struct{})}
 	go j.run()
 	return j
 }
 
-// drop queues key for deletion without blocking.
+// drop queues key for deletion without blocking. A key dropped after
+// close is left to expire: a release that rueidis held past Close's grace
+// (see closeGrace) may still answer.
 func (j *janitor) drop(key string) {
 	select {
+	case <-j.quit:
 	case j.keys <- key:
 	default:
 	}
@@ -41,15 +45,23 @@ func (j *janitor) drop(key string) {
 func (j *janitor) run() {
 	defer close(j.done)
 	batch := make([]string, 0, janitorBatch)
-	for key := range j.keys {
+	for {
+		var key string
+		select {
+		case key = <-j.keys:
+		case <-j.quit:
+			// What was queued before close still goes out.
+			select {
+			case key = <-j.keys:
+			default:
+				return
+			}
+		}
 		batch = append(batch[:0], key)
 	fill:
 		for len(batch) < janitorBatch {
 			select {
-			case k, ok := <-j.keys:
-				if !ok {
-					break fill
-				}
+			case k := <-j.keys:
 				batch = append(batch, k)
 			default:
 				break fill
@@ -64,27 +76,44 @@ func (j *janitor) run() {
 // cross-slot DEL would be refused, and the rueidis cluster client panics on
 // building one).
 func (j *janitor) delete(keys []string) {
-	var cmds rueidis.Commands
-	if j.rdb.Mode() == rueidis.ClientModeCluster {
-		bySlot := make(map[uint16][]string)
-		for _, k := range keys {
-			s := slotOf(k)
-			bySlot[s] = append(bySlot[s], k)
-		}
-		for _, group := range bySlot {
-			cmds = append(cmds, j.rdb.B().Del().Key(group...).Build())
-		}
-	} else {
-		cmds = append(cmds, j.rdb.B().Del().Key(keys...).Build())
-	}
 	ctx, cancel := context.WithTimeout(j.halt, 5*time.Second)
 	defer cancel()
-	j.rdb.DoMulti(ctx, cmds...)
+	// A DEL lost with its connection (reset, killed) is sent once more: a
+	// latch left behind lives on for its whole accept window. Deleting a
+	// latch twice changes nothing. The commands are built again for the
+	// second try: rueidis recycles a command once it has been sent.
+	for try := 0; ; try++ {
+		failed := false
+		for _, r := range j.rdb.DoMulti(ctx, j.commands(keys)...) {
+			if r.Error() != nil {
+				failed = true
+			}
+		}
+		if !failed || try == 1 || sleepCtx(ctx, nil, 50*time.Millisecond) != nil {
+			return
+		}
+	}
 }
 
-// close flushes what is queued and stops. No drop may follow it: Close calls
-// it once no call is in progress.
+// commands builds the DELs for keys.
+func (j *janitor) commands(keys []string) rueidis.Commands {
+	if j.rdb.Mode() != rueidis.ClientModeCluster {
+		return rueidis.Commands{j.rdb.B().Del().Key(keys...).Build()}
+	}
+	bySlot := make(map[uint16][]string)
+	for _, k := range keys {
+		s := slotOf(k)
+		bySlot[s] = append(bySlot[s], k)
+	}
+	cmds := make(rueidis.Commands, 0, len(bySlot))
+	for _, group := range bySlot {
+		cmds = append(cmds, j.rdb.B().Del().Key(group...).Build())
+	}
+	return cmds
+}
+
+// close flushes what is queued and stops.
 func (j *janitor) close() {
-	close(j.keys)
+	close(j.quit)
 	<-j.done
 }

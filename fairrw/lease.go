@@ -19,7 +19,15 @@ import (
 // whatever happens to the owner's other Leases, and once ended it keeps no one
 // out. Once every Lease of an owner is unlocked, the owner holds nothing. A
 // Lease is safe for concurrent use.
+//
+// A QuorumRWMutex's Lease is a quorum lease: a hold on at least a majority of
+// a Quorum's nodes, renewed on each by its Client. It is lost as soon as
+// fewer than a majority of its node holds are alive, or its Deadline passes;
+// the node holds left are then given back. It takes no further holds.
 type Lease struct {
+	// q is the quorum lease behind a QuorumRWMutex's Lease, which has no
+	// other field but mode: every method is then q's.
+	q        *quorumLease
 	m        *RWMutex
 	own      *owner // the owner the hold was granted under
 	mode     Mode
@@ -27,6 +35,7 @@ type Lease struct {
 	watchdog bool
 	woken    wakeSource
 	token    uint64
+	cohort   *cohort // the cohort whose hold it is, if any (cohort.go)
 	// ends is the lease's Context; its Done channel is the lease's Done,
 	// so the two end at the same instant. Cancelled under mu.
 	ends    endContext
@@ -63,7 +72,7 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		watchdog:    !cfg.explicit,
 		woken:       got.woken,
 		token:       got.reply.token,
-		ends:        newEndContext(),
+		cohort:      cfg.cohort,
 		deadline:    got.sent.Add(cfg.lease),
 		granted:     time.Now(),
 	}
@@ -79,20 +88,30 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 	return l
 }
 
-// Name returns the lock name.
-func (l *Lease) Name() string { return l.m.keys.name }
-
-// Mode returns Read or Write.
-func (l *Lease) Mode() Mode { return l.mode }
+// lockName returns the lock name.
+func (l *Lease) lockName() string {
+	if l.q != nil {
+		return l.q.lockName()
+	}
+	return l.m.keys.name
+}
 
 // Done returns a channel closed when the lease ends: unlocked, lost, or
 // ended by its Client's Close or Shutdown.
-func (l *Lease) Done() <-chan struct{} { return l.ends.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} {
+	if l.q != nil {
+		return l.q.Done()
+	}
+	return l.ends.get(&l.mu).Done()
+}
 
 // Err returns nil while the lease is held and after a successful Unlock; an
 // error wrapping ErrLeaseLost once the lease was lost (also wrapping
 // ErrClosed when its Client's Close or Shutdown ended it).
 func (l *Lease) Err() error {
+	if l.q != nil {
+		return l.q.Err()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -100,7 +119,18 @@ func (l *Lease) Err() error {
 
 // Deadline returns the time until which the lease is known to be held: the
 // send time of its acquire, or of its last confirmed renewal, plus the lease.
+// A Lease passed to it in its Client's cohort (WithCohorts) carries on the
+// Deadline of the hold, with at least a third of the lease left.
+// Redis keeps every hold 5ms longer, so nobody else is granted the lock
+// before the Deadline, and a holder that stops when Done closes is alone
+// until then (if Done's timer fires within that margin). A quorum lease's
+// Deadline is the majority-th latest deadline of its node leases, minus the
+// clock-drift allowance, or the zero time once fewer than a majority are
+// alive.
 func (l *Lease) Deadline() time.Time {
+	if l.q != nil {
+		return l.q.Deadline()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
@@ -115,9 +145,16 @@ func (l *Lease) Deadline() time.Time {
 // lease ends (ErrLeaseLost), and the release goes on in the background until
 // Redis confirms it or the hold runs out. A nil Lease returns ErrNotHeld and
 // sends nothing.
+//
+// A quorum lease is released on every node at once: Unlock returns nil when
+// a majority of nodes released it, and an error wrapping ErrNotHeld if it was
+// held by fewer than a majority.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
+	}
+	if l.q != nil {
+		return l.q.Unlock(ctx)
 	}
 	return l.unlockAs(ctx, false)
 }
@@ -162,21 +199,28 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 			if lost != nil {
 				errs = append(errs, lost)
 			}
-			return tag(fmt.Sprintf("fairrw: unlock %q: the client closed, and the lease had ended", l.Name()), errs...)
+			return tag(fmt.Sprintf("fairrw: unlock %q: the client closed, and the lease had ended", l.lockName()), errs...)
 		}
-		return err
+		return closedError(l.lockName())
 	}
 	defer c.leave()
 	l.mu.Lock()
 	if l.state != leaseHeld {
 		err := l.err
 		l.mu.Unlock()
-		return endedBefore(l.Name(), err)
+		return endedBefore(l.lockName(), err)
 	}
 	l.state = leaseUnlocking
 	l.mu.Unlock()
 
 	span := l.m.tel.startUnlock(ctx, l)
+	if l.cohort != nil && l.passInline() {
+		// Passed to the next writer of its cohort, on this goroutine: no
+		// Redis call, nothing to wait for.
+		l.end(nil, lossNone)
+		l.m.tel.endUnlock(span, l, nil)
+		return nil
+	}
 	err := l.release(ctx, unreachableFails)
 	l.m.tel.endUnlock(span, l, err)
 	return err
@@ -187,18 +231,12 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 // (Done closes), and the release goes on in the background.
 func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	c := l.m.c
-	// within runs the unlock bounded by ctx and the unlock timeout.
-	within := func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
-		defer cancel()
-		return l.unlock(ctx, unreachableFails)
-	}
 	if ctx.Done() == nil { // nothing can end the wait: no goroutine needed
-		return within(ctx)
+		return l.unlockWithin(ctx, unreachableFails)
 	}
 	res := make(chan error, 1)
-	if !c.background.run(func(bg context.Context) { res <- within(bg) }) {
-		return within(ctx) // the Client closed meanwhile: Close waits for this call
+	if !c.background.run(func(bg context.Context) { res <- l.unlockWithin(bg, unreachableFails) }) {
+		return l.unlockWithin(ctx, unreachableFails) // the Client closed meanwhile: Close waits for this call
 	}
 	select {
 	case err := <-res:
@@ -213,22 +251,38 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	case err := <-res:
 		return err
 	case <-grace.C:
-		l.end(fmt.Errorf("%w: %q: Unlock returned before Redis confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.Name(), ctx.Err()), lossUnlockFailed)
-		return fmt.Errorf("fairrw: unlock %q: not confirmed before ctx ended, going on in the background: %w", l.Name(), ctx.Err())
+		if !l.end(fmt.Errorf("%w: %q: Unlock returned before Redis confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.lockName(), ctx.Err()), lossUnlockFailed) && l.Err() == nil {
+			// The release was confirmed as the grace ran out: only its
+			// success ends a lease with no Err, and its answer is on its
+			// way (unlock sends it right after). Returning ctx's error
+			// now would leave an unlocked lease reporting a lost one.
+			return <-res
+		}
+		return fmt.Errorf("fairrw: unlock %q: not confirmed before ctx ended, going on in the background: %w", l.lockName(), ctx.Err())
 	}
 }
 
+// unlockWithin runs the unlock bounded by ctx and the unlock timeout. A
+// method rather than a closure in release: a closure that the goroutine
+// branch captures would be allocated on every Unlock. The timeout is
+// passed down as a deadline, applied where the unlock waits (see
+// releaseOnce), rather than as a context of its own that the release's
+// would nest in: one context per release instead of two.
+func (l *Lease) unlockWithin(ctx context.Context, unreachableFails bool) error {
+	return l.unlock(ctx, time.Now().Add(l.m.c.unlockTimeout), unreachableFails)
+}
+
 // unlock releases the hold in Redis, writing what its owner still holds
-// alive; the owner's lock keeps its other changes out meanwhile. ctx bounds
-// it. A release that got no answer is tried again in the background until
-// Redis answers or the hold has run out there.
+// alive; the owner's lock keeps its other changes out meanwhile. ctx and
+// deadline bound it. A release that got no answer is tried again in the
+// background until Redis answers or the hold has run out there.
 //
 // The owner's last release also gives it up (marks it) when one of its
 // attempts had an outcome it never learned: a copy of that attempt may
 // still be on its way to Redis, and would take the lock again for an
 // owner that no one unlocks any more.
-func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
-	res, err := l.releaseOnce(ctx, unreachableFails)
+func (l *Lease) unlock(ctx context.Context, deadline time.Time, unreachableFails bool) error {
+	res, err := l.releaseOnce(ctx, deadline, unreachableFails)
 	switch {
 	case err != nil:
 		l.end(tag("fairrw: lease lost: "+reason(err), ErrLeaseLost, err), lossUnlockFailed)
@@ -237,25 +291,32 @@ func (l *Lease) unlock(ctx context.Context, unreachableFails bool) error {
 		}
 		return err
 	case res == releaseNotHeld:
-		l.end(fmt.Errorf("%w: %q: Redis no longer had the hold at unlock", ErrLeaseLost, l.Name()), lossGone)
-		return fmt.Errorf("%w: %q: Redis no longer had the hold", ErrNotHeld, l.Name())
+		l.end(fmt.Errorf("%w: %q: Redis no longer had the hold at unlock", ErrLeaseLost, l.lockName()), lossGone)
+		return fmt.Errorf("%w: %q: Redis no longer had the hold", ErrNotHeld, l.lockName())
 	default:
 		l.end(nil, lossNone)
 		return nil
 	}
 }
 
-// releaseOnce runs one release of the hold, bounded by ctx, under the
-// owner's lock.
-func (l *Lease) releaseOnce(ctx context.Context, unreachableFails bool) (releaseResult, error) {
+// releaseOnce runs one release of the hold, bounded by ctx and deadline
+// (zero: ctx alone), under the owner's lock.
+func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachableFails bool) (releaseResult, error) {
 	o := l.own
-	if err := o.lock(ctx); err != nil {
-		return releaseNotHeld, fmt.Errorf("fairrw: unlock %q: waiting for another change of its owner: %w", l.Name(), err)
+	if err := o.lockBy(ctx, deadline); err != nil {
+		return releaseNotHeld, fmt.Errorf("fairrw: unlock %q: waiting for another change of its owner: %w", l.lockName(), err)
 	}
 	defer o.unlock()
-	st := o.alive(l, time.Now())
+	now := time.Now()
+	st := o.alive(l, now)
+	if l.cohort != nil {
+		if l.cohort.pass(l, st, now) {
+			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
+		}
+		l.cohort.prequeue(ctx, deadline, l)
+	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
-	return l.m.releaseWithin(ctx, o, l.mode, st, last, unreachableFails)
+	return l.m.releaseWithin(ctx, deadline, o, l.mode, st, last, unreachableFails)
 }
 
 // followUp retries the release of a hold that Redis did not confirm, in
@@ -266,13 +327,13 @@ func (l *Lease) releaseOnce(ctx context.Context, unreachableFails bool) (release
 func (l *Lease) followUp() {
 	c := l.m.c
 	l.mu.Lock()
-	moot := l.deadline.Add(LeaseMargin)
+	moot := l.deadline.Add(leaseMargin)
 	if l.watchdog {
-		moot = later(moot, time.Now().Add(c.acceptWindow()+c.leaseTime+LeaseMargin))
+		moot = later(moot, time.Now().Add(c.acceptWindow()+c.leaseTime+leaseMargin))
 	}
 	l.mu.Unlock()
 	c.followUp(l.m, "release", moot, func(ctx context.Context) bool {
-		_, err := l.releaseOnce(ctx, false)
+		_, err := l.releaseOnce(ctx, time.Time{}, false)
 		return err == nil || definite(err)
 	})
 }
@@ -306,6 +367,9 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.m.c.renewer.remove(l)
 	l.m.tel.held(l.mode, -1)
 	l.m.tel.leaseEnded(l, cause, err)
+	if l.cohort != nil {
+		l.cohort.ended(l)
+	}
 	return true
 }
 
@@ -321,7 +385,7 @@ func (l *Lease) expire() {
 		if !l.watchdog {
 			cause, why = lossExpired, "its lease ran out"
 		}
-		l.end(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), why), cause)
+		l.end(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.lockName(), why), cause)
 	}
 }
 
@@ -353,22 +417,42 @@ func (l *Lease) renewable() bool {
 	return l.watchdog && l.state == leaseHeld
 }
 
-// WokenBy names what ended the acquire's wait: "pubsub", "invalidation",
+// wokenBy names what ended the acquire's wait: "pubsub", "invalidation",
 // "timer", "resubscribe", "handover", "grant" or "reply"; or "" when the lock
 // was granted without waiting.
-func (l *Lease) WokenBy() string { return l.woken.String() }
+func (l *Lease) wokenBy() string {
+	if l.q != nil {
+		return l.q.wokenBy()
+	}
+	return l.woken.String()
+}
 
 // Token returns the lease's fencing token. A write grant's token is strictly
 // greater than every token granted before for this lock name; a further write
 // hold keeps its owner's. A read returns the last write token still known, or
 // 0. Have the guarded storage refuse a token lower than the highest it has
 // seen: a holder that lost its lease unaware is then refused there. Tokens
-// rely on Redis's clock (docs/reliability.md).
-func (l *Lease) Token() uint64 { return l.token }
+// rely on Redis's clock (docs/reliability.md). A quorum lease's token is the
+// highest of the granting nodes': any later majority shares a node with this
+// one, so later write grants get greater tokens.
+func (l *Lease) Token() uint64 {
+	if l.q != nil {
+		return l.q.Token()
+	}
+	return l.token
+}
 
 // Owner returns the owner the hold was granted under, "<client uuid>:<n>" in
-// Redis. The further holds taken from its Leases share it.
-func (l *Lease) Owner() string { return l.own.id }
+// Redis, as Inspect reports it in HolderInfo.Owner and Java Redisson writes
+// it. The further holds taken from its Leases share it, and so do the Leases
+// its Client's cohort passed the hold to (WithCohorts). A quorum lease has an
+// owner on each node, and returns "".
+func (l *Lease) Owner() string {
+	if l.q != nil {
+		return ""
+	}
+	return l.own.id
+}
 
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {

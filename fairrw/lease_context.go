@@ -1,47 +1,79 @@
 package fairrw
 
-import "context"
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
 
 // Context returns a context cancelled when the lease ends, at the moment Done
 // closes, even while Redis does not answer. Its cause is the lease's Err, or
-// ErrUnlocked after a successful Unlock. It is one value per lease, with no
+// after a successful Unlock an error that says so and wraps neither
+// ErrLeaseLost nor ErrClosed. It is one value per lease, with no
 // values or deadline, that the acquire's ctx does not cancel.
-func (l *Lease) Context() context.Context { return l.ends.ctx }
+func (l *Lease) Context() context.Context {
+	if l.q != nil {
+		return l.q.Context()
+	}
+	return l.ends.get(&l.mu)
+}
 
 // Context returns a context cancelled when the quorum lease ends, at the
 // moment Done closes, as Lease.Context.
-func (l *QuorumLease) Context() context.Context { return l.ends.ctx }
+func (l *quorumLease) Context() context.Context { return l.ends.get(&l.mu) }
 
-// Guard returns a context derived from ctx that is also cancelled when the
-// quorum lease ends, as Lease.Guard does.
-func (l *QuorumLease) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
-	return guard(ctx, l.Context())
+// endContext is the Context of a lease. Its Done channel is the lease's
+// Done channel, so that nobody can see one ended and the other not, in
+// either order and without taking the lease's lock once it is made.
+// (Cancelling under the lease's lock is safe: a cancel runs no code of
+// ours, and context.AfterFunc callbacks run on goroutines of their own.)
+//
+// It is made the first time it is asked for (Done, Context, Guard): most
+// leases are unlocked with nobody watching, and a context costs every
+// acquire two allocations. It is made and ended under the lease's lock, so
+// one made after the lease ended is made cancelled, with the same cause.
+type endContext struct {
+	made  atomic.Pointer[madeContext]
+	ended bool  // under the lease's lock
+	cause error // the cause it ended with, once ended
 }
 
-// endContext is the Context of a lease, made with the lease. Its Done
-// channel is the lease's Done channel, so that nobody can see one ended and
-// the other not, in either order and without taking the lease's lock.
-// (Cancelling under the lease's lock is safe: a cancel runs no code of ours,
-// and context.AfterFunc callbacks run on goroutines of their own.)
-type endContext struct {
+type madeContext struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
 
-func newEndContext() endContext {
+// get returns the context, making it under mu, the lease's lock, if it is
+// not made yet. Call it without mu held.
+func (e *endContext) get(mu *sync.Mutex) context.Context {
+	if m := e.made.Load(); m != nil {
+		return m.ctx
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if m := e.made.Load(); m != nil {
+		return m.ctx
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return endContext{ctx: ctx, cancel: cancel}
+	if e.ended {
+		cancel(e.cause)
+	}
+	e.made.Store(&madeContext{ctx: ctx, cancel: cancel})
+	return ctx
 }
 
 // end cancels the context, closing the lease's Done, as the lease ends with
-// err (nil: unlocked).
+// err (nil: unlocked). Call it once, with the lease's lock held.
 func (e *endContext) end(err error) {
-	e.cancel(endCause(err))
+	e.ended, e.cause = true, endCause(err)
+	if m := e.made.Load(); m != nil {
+		m.cancel(e.cause)
+	}
 }
 
 func endCause(err error) error {
 	if err == nil {
-		return ErrUnlocked
+		return errUnlocked
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package fairrw
 
-// Mode is the kind of hold a Lease grants.
+// Mode is the kind of hold a Lease grants: what ForceUnlock frees and what
+// Inspect reports of each holder (HolderInfo.Mode).
 type Mode uint8
 
 const (
@@ -10,7 +11,8 @@ const (
 	Write
 )
 
-// String returns "read" or "write".
+// String returns "read" or "write", as logs, spans and LockInfo's JSON name
+// the mode.
 func (m Mode) String() string {
 	switch m {
 	case Read:

@@ -17,8 +17,8 @@ func (c *Client) Mutex(name string) *Mutex {
 	return &Mutex{rw: c.handle(mutexPolicy{}, c.mutexTel, name)}
 }
 
-// Name returns the lock name.
-func (m *Mutex) Name() string { return m.rw.Name() }
+// lockName returns the lock name.
+func (m *Mutex) lockName() string { return m.rw.lockName() }
 
 // Lock takes the mutex, waiting until it is granted or ctx is done. On
 // cancellation it returns an error wrapping ctx.Err() and leaves nothing held.

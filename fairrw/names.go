@@ -4,21 +4,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/slot"
 )
 
-// MaxNameLength is the longest lock name accepted, in bytes (else
-// ErrInvalidName).
-const MaxNameLength = 4096
+// maxNameLength is the longest lock name accepted, in bytes (else
+// ErrInvalidName): 4096.
+const maxNameLength = hidden.MaxNameLength
 
-// reservedPrefix starts every key fairrw adds beside a lock ("fairrw:{N}",
-// "fairrw_fence:{N}", "fairrw_attempt:{N}:..."). A lock named with it could
+// reservedPrefix starts every key fairrw adds beside a lock ("fairrw:<len>:{N}",
+// "fairrw:<len>:{N}:fence", "fairrw_attempt:{N}:...": internal/wire). A lock named with it could
 // be another lock's state: a Redisson lock "fairrw:{x}" would write into the
 // fair state of lock "x" and free it on unlock.
 const reservedPrefix = "fairrw"
 
 // validateName checks a lock name before any command is built: it must be
-// non-empty, at most MaxNameLength bytes, not start with fairrw's own key
+// non-empty, at most maxNameLength bytes, not start with fairrw's own key
 // prefixes, and every key derived from it must hash to the name's own
 // cluster slot (the rueidis cluster client panics on a cross-slot command,
 // so this must never reach it).
@@ -26,8 +27,8 @@ func validateName(name string, derived ...string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name", ErrInvalidName)
 	}
-	if len(name) > MaxNameLength {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidName, len(name), MaxNameLength)
+	if len(name) > maxNameLength {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidName, len(name), maxNameLength)
 	}
 	if reservedName(name) {
 		return fmt.Errorf("%w: %q: names starting with %q or %q are fairrw's own keys", ErrInvalidName, name, reservedPrefix+":", reservedPrefix+"_")

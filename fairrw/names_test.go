@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestReservedNames: names that start like fairrw's own keys are refused
@@ -42,8 +42,8 @@ func TestDistinctNamesDisjointKeys(t *testing.T) {
 	names := []string{"x", "{x}", "orders", "{orders}", "{orders}:readers", "orders:readers", "{orders}:fence", "{orders}:wake", "a:{x}", "{x}:1"}
 	seen := map[string]string{}
 	for _, n := range names {
-		fk := compat.Fair(n)
-		for _, k := range []string{fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fk.Channel, compat.Fence(n)} {
+		fk := wire.Fair(n)
+		for _, k := range []string{fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fk.Channel, wire.Fence(n)} {
 			if other, ok := seen[k]; ok && other != n {
 				t.Errorf("names %q and %q share the key %q", other, n, k)
 			}

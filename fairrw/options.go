@@ -11,14 +11,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // Defaults of the Client options.
 const (
-	// DefaultLeaseTime is the watchdog lease, as Redisson's lockWatchdogTimeout.
-	DefaultLeaseTime = 30 * time.Second
-	// DefaultUnlockTimeout is the default of WithUnlockTimeout.
-	DefaultUnlockTimeout = 5 * time.Second
+	// defaultLeaseTime is the watchdog lease, as Redisson's lockWatchdogTimeout.
+	defaultLeaseTime = hidden.LeaseTime
+	// defaultUnlockTimeout is the default of WithUnlockTimeout.
+	defaultUnlockTimeout = hidden.UnlockTimeout
 )
 
 // An Option configures a Client. Options are validated by New.
@@ -30,17 +32,17 @@ type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// PublishCommand is how release scripts publish on the lock's channel.
-type PublishCommand string
+// publishCommand is how release scripts publish on the lock's channel.
+type publishCommand string
 
 const (
-	// PublishAuto publishes as Java Redisson would: SPUBLISH on a Redis 7+
+	// publishAuto publishes as Java Redisson would: SPUBLISH on a Redis 7+
 	// cluster, PUBLISH otherwise.
-	PublishAuto PublishCommand = ""
-	// PublishClassic always uses PUBLISH and SUBSCRIBE.
-	PublishClassic PublishCommand = "publish"
-	// PublishSharded always uses SPUBLISH and SSUBSCRIBE (Redis 7+).
-	PublishSharded PublishCommand = "spublish"
+	publishAuto publishCommand = ""
+	// publishClassic always uses PUBLISH and SUBSCRIBE.
+	publishClassic publishCommand = "publish"
+	// publishSharded always uses SPUBLISH and SSUBSCRIBE (Redis 7+).
+	publishSharded publishCommand = "spublish"
 )
 
 type config struct {
@@ -49,22 +51,48 @@ type config struct {
 	policy        Policy
 	leaseTime     time.Duration
 	unlockTimeout time.Duration
-	publish       PublishCommand
+	publish       publishCommand
 	tracking      bool
 	tracer        trace.TracerProvider // nil: the global one
 	meter         metric.MeterProvider // nil: the global one
 	logger        *slog.Logger         // nil: silent
 	syncReplicas  int
 	syncTimeout   time.Duration
+	protocol      int    // 0: wire.Protocol (withProtocol)
+	namespace     string // WithNamespace; "" for none
+	cohorts       bool   // WithCohorts
 }
 
 func defaultConfig() config {
 	return config{
 		policy:        WriterPreferring(),
-		leaseTime:     DefaultLeaseTime,
-		unlockTimeout: DefaultUnlockTimeout,
+		leaseTime:     defaultLeaseTime,
+		unlockTimeout: defaultUnlockTimeout,
 		tracking:      true,
+		cohorts:       true,
 	}
+}
+
+// WithCohorts turns lock cohorting on (the default) or off. On, the Lock
+// calls of one Client on one name under WriterPreferring or PhaseFair take
+// one place in the lock's queue, and a holder's Unlock passes the write to
+// the next of them without a Redis call, up to 15 times in a row; then the
+// next of them queues in Redis and the write goes back there, which grants
+// it to the writer queued first. A writer of another Client then waits for
+// at most 16 holds of each Client ahead of it, instead of one, and a
+// PhaseFair read phase follows a run of at most 16. Every Lease keeps its
+// own Done, Context, Unlock and a fencing token above every token Redis
+// granted before; a hold that Redis lost before its deadline (ForceUnlock,
+// a restart without persistence) may be passed until the next renewal,
+// with a lower token that a fencing store refuses.
+// Off, every grant goes through Redis in strict FIFO order across Clients.
+// Reads, TryLock, WithLease, WithSyncReplicas and the Redisson formats
+// never use cohorts.
+func WithCohorts(on bool) Option {
+	return optionFunc(func(cfg *config) error {
+		cfg.cohorts = on
+		return nil
+	})
 }
 
 // WithClient makes the Client use an existing rueidis client, which the
@@ -175,11 +203,16 @@ func WithPolicy(p Policy) Option {
 }
 
 // WithLeaseTime sets the watchdog lease: a lock taken without WithLease is
-// held for d and renewed every d/3. The default is DefaultLeaseTime.
+// held for d and renewed every d/3. The default is 30s, as Redisson's
+// lockWatchdogTimeout. d is at least 3ms and at most a year, else New fails
+// with ErrInvalidOption.
 func WithLeaseTime(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d < 3*time.Millisecond {
 			return fmt.Errorf("%w: lease time %v must be at least 3ms", ErrInvalidOption, d)
+		}
+		if d > maxSpan {
+			return fmt.Errorf("%w: lease time %v is over a year", ErrInvalidOption, d)
 		}
 		cfg.leaseTime = d
 		return nil
@@ -189,23 +222,27 @@ func WithLeaseTime(d time.Duration) Option {
 // WithUnlockTimeout bounds each try of a release or a give-back that has no
 // deadline of its own. Redis remembers an unlock's answer and an acquire's
 // attempt for about twice d, so that a retry counts once. No call waits for it
-// past its ctx. The default is DefaultUnlockTimeout.
+// past its ctx. The default is 5s; d is positive and at most a year, else
+// New fails with ErrInvalidOption.
 func WithUnlockTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: unlock timeout %v must be positive", ErrInvalidOption, d)
+		}
+		if d > maxSpan {
+			return fmt.Errorf("%w: unlock timeout %v is over a year", ErrInvalidOption, d)
 		}
 		cfg.unlockTimeout = d
 		return nil
 	})
 }
 
-// WithPublishCommand overrides how releases publish and waiters subscribe.
-// The default, PublishAuto, does as Java Redisson does.
-func WithPublishCommand(p PublishCommand) Option {
+// withPublishCommand overrides how releases publish and waiters subscribe.
+// The default, publishAuto, does as Java Redisson does.
+func withPublishCommand(p publishCommand) Option {
 	return optionFunc(func(cfg *config) error {
 		switch p {
-		case PublishAuto, PublishClassic, PublishSharded:
+		case publishAuto, publishClassic, publishSharded:
 			cfg.publish = p
 			return nil
 		}
@@ -213,9 +250,9 @@ func WithPublishCommand(p PublishCommand) Option {
 	})
 }
 
-// WithClientTracking turns the client-tracking wake-up path of WithClientOption
+// withClientTracking turns the client-tracking wake-up path of WithClientOption
 // on or off. It is on where the connection supports it.
-func WithClientTracking(on bool) Option {
+func withClientTracking(on bool) Option {
 	return optionFunc(func(cfg *config) error {
 		cfg.tracking = on
 		return nil
@@ -242,6 +279,9 @@ type acquireConfig struct {
 	// asks to be told when the way is clear (a fair policy's "r"), as a
 	// queued waiter would be; a plain TryLock changes nothing when refused.
 	notify bool
+	// cohort is the cohort a Lock acquires for, as its leader or by a
+	// pass (cohort.go): its Lease is then the cohort's hold.
+	cohort *cohort
 }
 
 // failUnreachable is the quorum rounds' internal acquire option (see
@@ -258,8 +298,15 @@ var notifyWhenFree AcquireOption = acquireOptionFunc(func(c *acquireConfig) erro
 	return nil
 })
 
+// maxSpan is the longest lease, lease time or unlock timeout accepted (a
+// year): a deadline is the time now plus the span and a margin, in
+// nanoseconds, which a span near time.Duration's 292 years would overflow
+// into the past.
+const maxSpan = 365 * 24 * time.Hour
+
 // WithLease holds the lock for exactly d, without renewal: Done closes with
-// ErrLeaseLost once d has passed, unless the lease was unlocked before.
+// ErrLeaseLost once d has passed, unless the lease was unlocked before. d
+// is at least 1ms and at most a year, else ErrInvalidOption.
 func WithLease(d time.Duration) AcquireOption {
 	return acquireOptionFunc(func(c *acquireConfig) error {
 		if d <= 0 {
@@ -268,8 +315,34 @@ func WithLease(d time.Duration) AcquireOption {
 		if d < time.Millisecond {
 			return fmt.Errorf("%w: lease %v is under Redis's 1ms resolution", ErrInvalidOption, d)
 		}
+		if d > maxSpan {
+			return fmt.Errorf("%w: lease %v is over a year", ErrInvalidOption, d)
+		}
 		c.lease = d
 		c.explicit = true
 		return nil
 	})
+}
+
+// withProtocol makes a fair policy speak protocol v of wire.Protocol's
+// history: only tests use it (hidden.WithProtocol), to check that two
+// protocols never share a lock. It applies to the policy chosen by the
+// options, whatever their order.
+func withProtocol(v int) Option {
+	return optionFunc(func(cfg *config) error {
+		if v < 1 {
+			return fmt.Errorf("%w: protocol %d", ErrInvalidOption, v)
+		}
+		cfg.protocol = v
+		return nil
+	})
+}
+
+// policyImpl is the chosen policy's implementation, speaking cfg.protocol.
+func (cfg *config) policyImpl() policyImpl {
+	impl := cfg.policy.impl()
+	if fp, ok := impl.(fairPolicy); ok && cfg.protocol != 0 {
+		return newFairPolicy(fp.label, cfg.protocol)
+	}
+	return impl
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -27,10 +28,21 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"zero lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(0)}},
 		{"negative lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(-time.Second)}},
 		{"zero unlock timeout", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithUnlockTimeout(0)}},
+		// Spans whose deadlines would overflow time.Duration into the past.
+		{"lease time of 292 years", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(time.Duration(1<<63 - 1))}},
+		{"lease time over a year", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(366 * 24 * time.Hour)}},
+		{"unlock timeout of 292 years", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithUnlockTimeout(time.Duration(1<<63 - 1))}},
 		{"no replicas to sync", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithSyncReplicas(0, time.Second)}},
 		{"no sync timeout", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithSyncReplicas(1, 0)}},
 		{"nil tracer provider", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithTracerProvider(nil)}},
-		{"unknown publish", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithPublishCommand("shout")}},
+		{"empty namespace", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("")}},
+		{"namespace with a glob", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("bill*")}},
+		{"namespace with a brace", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("{billing}")}},
+		{"namespace with a colon", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("billing:eu")}},
+		{"namespace of fairrw's keys", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("fairrw_attempt")}},
+		{"namespace of Redisson's channels", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("redisson_rwlock")}},
+		{"namespace too long", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace(strings.Repeat("n", 65))}},
+		{"unknown publish", []fairrw.Option{fairrw.WithClientOption(addr), hidden.WithPublish("shout").(fairrw.Option)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // An owner is one lock owner in Redis, "<client uuid>:<n>" (Redisson's
@@ -30,6 +30,9 @@ type owner struct {
 
 	mu     chan struct{} // a lock: holding it is having sent into it
 	leases []*Lease      // granted under id; ended ones are dropped at the next change
+	// first backs leases while the owner has one Lease, as most have: it
+	// spares an allocation on every acquire.
+	first [1]*Lease
 	// unsure is set when an attempt's outcome was not learned (a lost
 	// reply, a broken connection): a copy of it may still take the lock, so
 	// an acquire that ends without a Lease must give the owner up.
@@ -41,12 +44,23 @@ type owner struct {
 	// not): a release of an owner that never did need not look for its
 	// reads in Redis.
 	read bool
+	// fast is set when the owner's latest grant came from the fair
+	// policies' fast path (a first hold on an idle lock, acquireReply.fast)
+	// and cleared by any other grant: its last release then tries
+	// fair_unlock_fast first.
+	fast bool
+	// passed is the highest fencing token its Client's cohort handed out
+	// passing the owner's write (cohort.go), 0 if none: its release in
+	// Redis raises the last token to it (fair_unlock's full script).
+	passed uint64
 }
 
 // newOwner draws a new owner id from the Client's counter, keeping
 // Redisson's "<uuid>:<long>" form.
 func (m *RWMutex) newOwner() *owner {
-	return &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
+	o := &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
+	o.leases = o.first[:0]
+	return o
 }
 
 // lock takes the owner's lock, or returns ctx's error.
@@ -62,6 +76,23 @@ func (o *owner) lock(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// lockBy takes the owner's lock, or returns the error of ctx, bounded by
+// deadline unless it is zero. The deadline's context is made only when the
+// lock is taken already: most changes find it free.
+func (o *owner) lockBy(ctx context.Context, deadline time.Time) error {
+	select {
+	case o.mu <- struct{}{}:
+		return nil
+	default:
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	return o.lock(ctx)
 }
 
 func (o *owner) unlock() { <-o.mu }

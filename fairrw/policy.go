@@ -2,15 +2,14 @@ package fairrw
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // A Policy decides which waiter a lock admits next; choose one with
@@ -30,9 +29,9 @@ type policyImpl interface {
 	acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error)
 	release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error)
 	forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error)
-	// renewEntry describes one (lock, owner, mode) for the batched renewal
-	// script renewScript: the keys it passes and its arguments.
-	renewEntry(k *lockKeys, owner string, mode Mode) (keys []string, args []string)
+	// renew renders one call of the batched renewal script renewScript
+	// for holds, each renewed to lease.
+	renew(lease time.Duration, holds []*renewHold) (keys []string, args []string)
 	renewScript() *script.Script
 	// unlockLatch names the latch key of one unlock request, deleted after
 	// the unlock as Java does.
@@ -51,6 +50,10 @@ type lockKeys struct {
 	slot    uint16
 	channel string // the pub/sub channel releases publish on
 	tracked string // the key whose invalidation means "try again"; "" for none
+	// fair are fairrw's keys of the name (wire.Fair): every policy's
+	// scripts name some of them (the fence; the fair state, which the
+	// Redisson formats refuse).
+	fair wire.FairKeys
 }
 
 type acquireRequest struct {
@@ -78,6 +81,9 @@ type acquireRequest struct {
 
 type acquireReply struct {
 	granted bool
+	// fast: the fair policies' fast path granted it (a first hold on an
+	// idle lock): the owner's last release may go to fair_unlock_fast.
+	fast bool
 	// refused: the script refused the attempt (and refreshed its queue
 	// entry, under a fair policy, if it waits): a grant made on its behalf
 	// later cannot precede the attempt's send.
@@ -124,122 +130,102 @@ func runAcquire(ctx context.Context, rdb rueidis.Client, s *script.Script, keys,
 // releaseRequest releases one hold of mode, or gives an owner up
 // (abandon), and writes what the owner still holds (state).
 type releaseRequest struct {
-	mode      Mode
-	owner     string
-	request   string // unlock request id (32 hex digits), for the latch
-	abandon   bool   // give the owner up: mark it, drop its queue entries
-	state     ownerState
-	mayRead   bool // the owner may hold reads in Redis (it had one, or this is a read's)
+	mode    Mode
+	owner   string
+	request string // unlock request id (32 hex digits), for the latch
+	latch   string // the latch's key (policyImpl.unlockLatch), built once
+	abandon bool   // give the owner up: mark it, drop its queue entries
+	state   ownerState
+	mayRead bool   // the owner may hold reads in Redis (it had one, or this is a read's)
+	passed  uint64 // the highest token passed in the owner's cohort (owner.passed)
+	// fast: the owner's hold came from the fair policies' fast path and
+	// it took no other since (see owner.fast).
+	fast      bool
 	stamp     time.Time
 	window    time.Duration
 	latchTTL  time.Duration
 	markerTTL time.Duration
 	queue     time.Duration
 	publish   string
-	// granted is told the writer a release granted the lock to, if any,
-	// with its fencing token (grant on release: see lua/fair_lib.lua).
-	granted func(owner string, token uint64)
+	// grants is told the writer a release granted the lock to, if any,
+	// with its fencing token (grant on release: see lua/fair_lib.lua);
+	// nil tells no one. A registry rather than a callback: a closure would
+	// be one more allocation on every release.
+	grants *waitRegistry
 }
 
-// writeArgs renders the owner's writes as the release scripts take them:
-// the count and the longest one's time left (with LeaseMargin, rounded up).
-func (st ownerState) writeArgs() []string {
-	if st.writes == 0 {
-		return []string{"0", "0"}
-	}
-	return []string{strconv.Itoa(st.writes), holdMillis(st.wcover)}
+// kept is what the release scripts are told the owner still holds.
+func (st ownerState) kept() wire.Kept {
+	return wire.Kept{Writes: st.writes, WriteLeft: st.wcover, Reads: st.reads}
 }
 
-// readArgs renders each read's time left, the longest first.
-func (st ownerState) readArgs() []string {
-	args := make([]string, len(st.reads))
-	for i, d := range st.reads {
-		args[i] = holdMillis(d)
-	}
-	return args
-}
-
-// readCover is the longest time a read of the owner has left (0: none).
-func (st ownerState) readCover() time.Duration {
-	if len(st.reads) == 0 {
-		return 0
-	}
-	return st.reads[0]
-}
-
-type releaseResult int
+// releaseResult is what a release script answered (see wire.Released).
+type releaseResult = wire.Released
 
 const (
-	releaseNotHeld   releaseResult = iota // nil: this owner held nothing
-	releaseStillHeld                      // 0: reentrant or shared holds remain
-	releaseFreed                          // 1: the hold was released
+	releaseNotHeld   = wire.NotHeld   // nil: this owner held nothing
+	releaseStillHeld = wire.StillHeld // 0: reentrant or shared holds remain
+	releaseFreed     = wire.Freed     // 1: the hold was released
 	// releaseStale (-3): the copy reached Redis after its window and changed
 	// nothing; it must be sent again with a new stamp.
-	releaseStale
+	releaseStale = wire.Stale
 )
 
-// parseAcquire reads every acquire script's reply: {1, token} granted,
-// {0, ms} refused (wait at most ms), {-1, 0} void, {-2, 0} a further hold's
-// owner gone; an error reply starting with FAIRRW_POLICY when another
-// policy holds the name.
+// parseAcquire reads every acquire script's reply (wire.DecodeAcquire); an
+// error reply starting with FAIRRW_POLICY when another policy holds the
+// name. A grant of the fair policies' fast path says so (fast).
 func parseAcquire(res rueidis.RedisResult) (acquireReply, error) {
-	values, err := res.ToArray()
+	a, err := wire.DecodeAcquire(res)
 	if err != nil {
 		return acquireReply{}, redisError(err)
 	}
-	if len(values) != 2 && len(values) != 3 {
-		return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply of %d values", len(values))
-	}
-	status, err1 := values[0].AsInt64()
-	value, err2 := values[1].AsInt64()
-	if err := errors.Join(err1, err2); err != nil {
-		return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply: %w", err)
-	}
-	switch status {
-	case 1:
-		return acquireReply{granted: true, token: uint64(value)}, nil
-	case -1:
+	switch a.Outcome {
+	case wire.Granted:
+		return acquireReply{granted: true, fast: a.Fast, token: a.Token}, nil
+	case wire.Void:
 		return acquireReply{void: true}, nil
-	case -2:
+	case wire.Gone:
 		return acquireReply{gone: true}, nil
 	default:
-		r := acquireReply{refused: true, wait: time.Duration(value) * time.Millisecond}
-		if len(values) == 3 { // a fair refusal says when, on the server's clock
-			us, err := values[2].AsInt64()
-			if err != nil {
-				return acquireReply{}, fmt.Errorf("fairrw: unexpected acquire reply: %w", err)
-			}
-			r.refusedUs = uint64(us)
-		}
-		return r, nil
+		return acquireReply{refused: true, wait: a.Wait, refusedUs: a.RefusedUs}, nil
 	}
 }
 
-// parseRelease reads every unlock script's reply: nil = not held by this
-// owner, 0 = still held, 1 = released.
+// parseRelease reads a Redisson-format release's reply (wire.DecodeRelease).
 func parseRelease(res rueidis.RedisResult) (releaseResult, error) {
-	n, err := res.AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return releaseNotHeld, nil
-	case err != nil:
-		return releaseNotHeld, redisError(err)
-	case n == 0:
-		return releaseStillHeld, nil
-	case n == -3:
-		return releaseStale, nil
-	case n < 0:
-		return releaseNotHeld, nil
-	default:
-		return releaseFreed, nil
+	r, err := wire.DecodeRelease(res)
+	return r, redisError(err)
+}
+
+// heldUnder rewrites a refusal's "lock is held under policy <record>",
+// where a fair state's record names its protocol too (wire.PolicyRecord),
+// so that it reads once: the policy, and the protocol when it is not this
+// version's.
+func heldUnder(msg string) string {
+	const lead = "lock is held under policy "
+	rest, ok := strings.CutPrefix(msg, lead)
+	if !ok {
+		return msg
 	}
+	record, tail, _ := strings.Cut(rest, " ")
+	policy, protocol := wire.ParsePolicyRecord(record)
+	fair := policy == WriterPreferring().String() || policy == PhaseFair().String()
+	if fair && protocol != wire.Protocol {
+		policy += fmt.Sprintf(" by fairrw protocol %d (Clients of two protocols never share a lock)", protocol)
+	}
+	if tail != "" {
+		policy += " " + tail
+	}
+	return lead + policy
 }
 
 // redisError turns the errors a caller can cause into sentinels: a name
 // held under another policy (the scripts' FAIRRW_POLICY), or a key of
 // another type where the lock keeps its state (WRONGTYPE: a key the lock
 // did not write sits at one of its names). Both are definite: nothing was
-// changed.
+// changed. So is a refusal by Redis's ACL (ErrPermission): Redis checks a
+// script's command and keys before it runs, and the scripts check their
+// channel before their first write.
 func redisError(err error) error {
 	rerr, ok := rueidis.IsRedisErr(err)
 	if !ok {
@@ -247,8 +233,10 @@ func redisError(err error) error {
 	}
 	msg := rerr.Error()
 	switch {
+	case refusedByACL(err):
+		return permissionError(err)
 	case strings.HasPrefix(msg, "FAIRRW_POLICY"):
-		return &policyError{msg: strings.TrimPrefix(msg, "FAIRRW_POLICY ")}
+		return &policyError{msg: heldUnder(strings.TrimPrefix(msg, "FAIRRW_POLICY "))}
 	case strings.Contains(msg, "WRONGTYPE"):
 		return &policyError{msg: "a key of another kind is stored under the lock's name (" + msg + ")"}
 	}

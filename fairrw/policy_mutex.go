@@ -3,13 +3,14 @@ package fairrw
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/script"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // mutexPolicy is the wire format of Java Redisson's RLock, the handle policy
@@ -26,49 +27,48 @@ var (
 
 // mutexPolicyName names the Mutex's wire format in telemetry, as Inspect
 // reports it.
-const mutexPolicyName = PolicyMutex
+const mutexPolicyName = policyMutex
 
 func (mutexPolicy) name() string { return mutexPolicyName }
 
 func (mutexPolicy) keys(name string) (lockKeys, error) {
-	channel := compat.MutexChannel(name)
-	if err := validateName(name, channel, compat.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), compat.Fence(name), compat.Fair(name).State, compat.Fair(name).Readers); err != nil {
+	channel, fk := compat.MutexChannel(name), wire.Fair(name)
+	if err := validateName(name, channel, wire.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), fk.Fence, fk.State, fk.Readers); err != nil {
 		return lockKeys{}, err
 	}
-	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name}, nil
+	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name, fair: fk}, nil
 }
 
 func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
 	if r.mode != Write {
 		return acquireReply{}, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
 	}
-	fair := compat.Fair(k.name)
-	keys := []string{k.name, compat.OwnerMarker(k.name, r.owner), fair.State, compat.Fence(k.name), fair.Readers}
-	args := []string{holdMillis(r.lease), compat.MutexField(r.owner), stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)}
+	req := wire.MutexAcquire{RedissonAcquire: wireAcquire(k, r)}
+	keys, args := req.Render()
 	return runAcquire(ctx, rdb, redissonLockAcquire, keys, args, r)
 }
 
 func (mutexPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	res := redissonLockUnlock.Exec(ctx, rdb,
-		[]string{k.name, k.channel, compat.UnlockLatch(k.name, r.request), compat.OwnerMarker(k.name, r.owner)},
-		append([]string{compat.MutexUnlockMessage, compat.MutexField(r.owner), r.publish, millis(r.latchTTL),
-			boolArg(r.abandon), millis(r.markerTTL), stampArg(r.stamp), millis(r.window)}, r.state.writeArgs()...))
-	return parseRelease(res)
+	req := wire.MutexUnlock{Release: wireRelease(k, r)}
+	keys, args := req.Render()
+	return parseRelease(redissonLockUnlock.Exec(ctx, rdb, keys, args))
 }
 
 func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, _ Mode, publish string) (bool, error) {
-	n, err := redissonLockForceUnlock.Exec(ctx, rdb, []string{k.name, k.channel, compat.Fair(k.name).State}, []string{compat.MutexUnlockMessage, publish}).AsInt64()
-	if err == nil && n < 0 {
+	req := wire.MutexForceUnlock{Name: k.name, Channel: k.channel, Keys: k.fair, Publish: publish}
+	keys, args := req.Render()
+	freed, rwlock, err := wire.DecodeMutexForceUnlock(redissonLockForceUnlock.Exec(ctx, rdb, keys, args))
+	if rwlock {
 		return false, &policyError{msg: "lock is held as a read-write lock (policy redisson, writer-preferring or phase-fair)"}
 	}
-	return n == 1, redisError(err)
+	return freed, redisError(err)
 }
 
-// renewEntry renews like Java's RLock watchdog (the owner's field still
-// there, PEXPIRE the hash), but never below the PTTL left: a longer hold of
-// the same owner, taken WithLease, may need it.
-func (mutexPolicy) renewEntry(k *lockKeys, owner string, _ Mode) ([]string, []string) {
-	return []string{k.name}, []string{"m", compat.MutexField(owner), ""}
+// renew renews like Java's RLock watchdog (the owner's field still there,
+// PEXPIRE the hash), but never below the PTTL left: a longer hold of the
+// same owner, taken WithLease, may need it.
+func (mutexPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+	return redissonRenewCall(lease, holds)
 }
 
 func (mutexPolicy) renewScript() *script.Script { return redissonRenew }
@@ -76,7 +76,7 @@ func (mutexPolicy) renewScript() *script.Script { return redissonRenew }
 func (mutexPolicy) queued() bool { return false }
 
 func (mutexPolicy) unlockLatch(k *lockKeys, request string) string {
-	return compat.UnlockLatch(k.name, request)
+	return k.fair.UnlockLatch(k.name, request)
 }
 
 // signal decodes Java's messages: "1" (a writer left, or a write was

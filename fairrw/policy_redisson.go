@@ -2,14 +2,14 @@ package fairrw
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/script"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // Redisson returns the policy that shares locks with Java Redisson's
@@ -36,53 +36,64 @@ var (
 )
 
 func (redissonPolicy) keys(name string) (lockKeys, error) {
-	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), compat.OwnerMarker(name, "x"), compat.Fence(name), compat.Fair(name).State, compat.Fair(name).Readers); err != nil {
+	fk := wire.Fair(name)
+	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), wire.OwnerMarker(name, "x"), fk.Fence, fk.State, fk.Readers); err != nil {
 		return lockKeys{}, err
 	}
-	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name}, nil
+	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name, fair: fk}, nil
+}
+
+// wireAcquire is what every acquire on Redisson's format takes (the RLock's
+// too).
+func wireAcquire(k *lockKeys, r *acquireRequest) wire.RedissonAcquire {
+	return wire.RedissonAcquire{Name: k.name, Keys: k.fair, Owner: r.owner, Lease: r.lease, Stamp: r.stamp, Window: r.window, Further: r.further}
 }
 
 func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	marker := compat.OwnerMarker(k.name, r.owner)
-	fair, fence := compat.Fair(k.name), compat.Fence(k.name)
-	stamp, window, further := stampArg(r.stamp), millis(r.window), strconv.Itoa(r.further)
 	if r.mode == Read {
-		return runAcquire(ctx, rdb, redissonReadAcquire,
-			[]string{k.name, compat.LeaseKeyPrefix(k.name, r.owner), marker, fair.State, fence, fair.Readers},
-			[]string{holdMillis(r.lease), compat.ReadField(r.owner), compat.WriteField(r.owner), stamp, window, further}, r)
+		req := wire.RedissonReadAcquire{RedissonAcquire: wireAcquire(k, r)}
+		keys, args := req.Render()
+		return runAcquire(ctx, rdb, redissonReadAcquire, keys, args, r)
 	}
-	return runAcquire(ctx, rdb, redissonWriteAcquire,
-		[]string{k.name, marker, fair.State, fence, fair.Readers},
-		[]string{holdMillis(r.lease), compat.WriteField(r.owner), stamp, window, further}, r)
+	req := wire.RedissonWriteAcquire{RedissonAcquire: wireAcquire(k, r)}
+	keys, args := req.Render()
+	return runAcquire(ctx, rdb, redissonWriteAcquire, keys, args, r)
+}
+
+// wireRelease is what every release on Redisson's format takes (the
+// RLock's too).
+func wireRelease(k *lockKeys, r *releaseRequest) wire.Release {
+	return wire.Release{Name: k.name, Channel: k.channel, Keys: k.fair, Owner: r.owner, Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Publish: r.publish,
+		Abandon: r.abandon, MarkerTTL: r.markerTTL, Stamp: r.stamp, Window: r.window, Kept: r.state.kept()}
 }
 
 func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	mode := "r"
-	if r.mode == Write {
-		mode = "w"
-	}
-	args := []string{mode, compat.ReadField(r.owner), compat.WriteField(r.owner), r.publish, millis(r.latchTTL),
-		boolArg(r.abandon), millis(r.markerTTL), stampArg(r.stamp), millis(r.window)}
-	args = append(append(args, r.state.writeArgs()...), r.state.readArgs()...)
-	return parseRelease(redissonUnlock.Exec(ctx, rdb,
-		[]string{k.name, k.channel, compat.LeaseKeyPrefix(k.name, r.owner), compat.KeyPrefix(k.name), compat.UnlockLatch(k.name, r.request), compat.OwnerMarker(k.name, r.owner)},
-		args))
+	req := wire.RedissonUnlock{Release: wireRelease(k, r), Mode: wire.Mode(r.mode)}
+	keys, args := req.Render()
+	return parseRelease(redissonUnlock.Exec(ctx, rdb, keys, args))
 }
 
 func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {
-	msg := compat.UnlockMessage
-	if mode == Write {
-		msg = compat.ReadUnlockMessage
-	}
-	n, err := redissonForceUnlock.Exec(ctx, rdb, []string{k.name, k.channel}, []string{mode.String(), msg, publish}).AsInt64()
-	return n == 1, redisError(err)
+	req := wire.RedissonForceUnlock{Name: k.name, Channel: k.channel, Mode: wire.Mode(mode), Publish: publish}
+	keys, args := req.Render()
+	freed, err := wire.DecodeForceUnlock(redissonForceUnlock.Exec(ctx, rdb, keys, args))
+	return freed, redisError(err)
 }
 
-func (redissonPolicy) renewEntry(k *lockKeys, owner string, mode Mode) ([]string, []string) {
-	if mode == Write {
-		return []string{k.name}, []string{"w", compat.WriteField(owner), ""}
+func (redissonPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+	return redissonRenewCall(lease, holds)
+}
+
+// redissonRenewCall renders a call of lua/redisson_renew.lua, which renews
+// a Client's read-write locks and its Mutexes alike: one batch holds both
+// (the renewal groups holds by script), so each hold says which it is.
+func redissonRenewCall(lease time.Duration, holds []*renewHold) ([]string, []string) {
+	req := wire.RedissonRenew{Lease: lease, Holds: make([]wire.RedissonRenewHold, len(holds))}
+	for i, h := range holds {
+		_, mutex := h.m.policy.(mutexPolicy)
+		req.Holds[i] = wire.RedissonRenewHold{Name: h.m.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: mutex}
 	}
-	return []string{k.name}, []string{"r", compat.ReadField(owner), compat.LeaseKeyPrefix(k.name, owner)}
+	return req.Render()
 }
 
 func (redissonPolicy) queued() bool { return false }
@@ -90,27 +101,7 @@ func (redissonPolicy) queued() bool { return false }
 func (redissonPolicy) renewScript() *script.Script { return redissonRenew }
 
 func (redissonPolicy) unlockLatch(k *lockKeys, request string) string {
-	return compat.UnlockLatch(k.name, request)
-}
-
-// millis renders d in whole milliseconds, at least 1 (Redis's resolution).
-func millis(d time.Duration) string {
-	ms := d.Milliseconds()
-	if ms < 1 {
-		ms = 1
-	}
-	return strconv.FormatInt(ms, 10)
-}
-
-// stampArg renders a send time as the scripts compare it with the server's
-// clock: Unix milliseconds.
-func stampArg(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
-
-func boolArg(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
+	return k.fair.UnlockLatch(k.name, request)
 }
 
 // signal decodes Java's messages: "1" (a writer left, or a write was

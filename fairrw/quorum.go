@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // A Quorum locks over several independent Redis deployments (Redlock), one
@@ -41,9 +43,9 @@ type quorumConfig struct {
 	driftFactor float64
 }
 
-// DefaultClockDrift is the default clock-drift allowance of a Quorum, as a
+// defaultClockDrift is the default clock-drift allowance of a Quorum, as a
 // fraction of the lease (Redlock's 1%); 2ms are added to it.
-const DefaultClockDrift = 0.01
+const defaultClockDrift = hidden.ClockDrift
 
 // driftFloor is added to every drift allowance: timers and clocks are
 // coarse at the millisecond scale.
@@ -64,7 +66,7 @@ func WithNodeTimeout(d time.Duration) QuorumOption {
 
 // WithClockDrift sets the clock-drift allowance as a fraction of the lease (0
 // to 0.5): a quorum lease ends that much (plus 2ms) before the nodes' holds
-// would expire. The default is DefaultClockDrift.
+// would expire. The default is 0.01 (Redlock's 1%).
 func WithClockDrift(fraction float64) QuorumOption {
 	return quorumOptionFunc(func(c *quorumConfig) error {
 		if !(fraction >= 0 && fraction <= 0.5) {
@@ -80,7 +82,7 @@ func WithClockDrift(fraction float64) QuorumOption {
 // time. Invalid input returns an error wrapping ErrInvalidOption, and nothing
 // is sent to Redis.
 func NewQuorum(clients []*Client, opts ...QuorumOption) (*Quorum, error) {
-	cfg := quorumConfig{driftFactor: DefaultClockDrift}
+	cfg := quorumConfig{driftFactor: defaultClockDrift}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil QuorumOption", ErrInvalidOption)
@@ -120,12 +122,6 @@ func NewQuorum(clients []*Client, opts ...QuorumOption) (*Quorum, error) {
 		leaseTime:   lease,
 	}, nil
 }
-
-// Nodes returns how many nodes the quorum spans.
-func (q *Quorum) Nodes() int { return len(q.clients) }
-
-// Majority returns how many nodes a grant needs: more than half.
-func (q *Quorum) Majority() int { return q.majority }
 
 // drift is the allowance taken off a lease of d for clock drift.
 func (q *Quorum) drift(d time.Duration) time.Duration {

@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// A QuorumLease is one granted hold of a lock on at least a majority of a
-// Quorum's nodes. It is lost as soon as fewer than a majority of its node
-// leases are alive, or its Deadline passes; the node holds left are then given
-// back. A QuorumLease is safe for concurrent use.
-type QuorumLease struct {
+// A quorumLease is one granted hold of a lock on at least a majority of a
+// Quorum's nodes, behind the Lease a QuorumRWMutex returns (Lease.q). It is
+// lost as soon as fewer than a majority of its node leases are alive, or its
+// Deadline passes; the node holds left are then given back. A quorumLease is
+// safe for concurrent use.
+type quorumLease struct {
 	m      *QuorumRWMutex
 	mode   Mode
 	leases []*Lease // by node; nil where the node did not grant
@@ -28,52 +29,48 @@ type QuorumLease struct {
 	err   error
 }
 
-func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Duration) *QuorumLease {
-	return &QuorumLease{
+func newQuorumLease(m *QuorumRWMutex, mode Mode, h quorumHolds, lease time.Duration) *quorumLease {
+	return &quorumLease{
 		m:      m,
 		mode:   mode,
 		leases: h.leases,
 		token:  h.token,
 		drift:  m.q.drift(lease),
-		ends:   newEndContext(),
 		stop:   make(chan struct{}),
 		ended:  make(chan struct{}),
 	}
 }
 
 // start begins watching the lease's node leases.
-func (l *QuorumLease) start() {
+func (l *quorumLease) start() {
 	go l.watch()
 }
 
-// Name returns the lock name.
-func (l *QuorumLease) Name() string { return l.m.name }
-
-// Mode returns Read or Write.
-func (l *QuorumLease) Mode() Mode { return l.mode }
+// lockName returns the lock name.
+func (l *quorumLease) lockName() string { return l.m.name }
 
 // Token returns the fencing token, the highest of the granting nodes'. Any
 // later majority shares a node with this one, so later write grants get
 // greater tokens (see Lease.Token).
-func (l *QuorumLease) Token() uint64 { return l.token }
+func (l *quorumLease) Token() uint64 { return l.token }
 
-// WokenBy names what ended the acquire's last sleep, as Lease.WokenBy:
+// wokenBy names what ended the acquire's last sleep, as Lease.wokenBy:
 // "pubsub", "invalidation", "timer", or "" when it did not sleep.
-func (l *QuorumLease) WokenBy() string { return l.woken.String() }
+func (l *quorumLease) wokenBy() string { return l.woken.String() }
 
 // Done returns a channel closed when the lease ends: unlocked or lost.
-func (l *QuorumLease) Done() <-chan struct{} { return l.ends.ctx.Done() }
+func (l *quorumLease) Done() <-chan struct{} { return l.ends.get(&l.mu).Done() }
 
 // Err returns nil while the lease is held and after a successful Unlock,
 // and an error wrapping ErrLeaseLost once it was lost.
-func (l *QuorumLease) Err() error {
+func (l *quorumLease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
-// Nodes returns how many nodes hold the lease now (alive node leases).
-func (l *QuorumLease) Nodes() int {
+// nodes returns how many nodes hold the lease now (alive node leases).
+func (l *quorumLease) nodes() int {
 	n := 0
 	for _, x := range l.leases {
 		if x != nil && x.Err() == nil && !isDone(x.Done()) {
@@ -86,9 +83,9 @@ func (l *QuorumLease) Nodes() int {
 // Deadline returns the time until which the lease is known to be held: the
 // majority-th latest deadline of its node leases, minus the clock-drift
 // allowance, or the zero time once fewer than a majority are alive.
-func (l *QuorumLease) Deadline() time.Time { return l.deadline() }
+func (l *quorumLease) Deadline() time.Time { return l.deadline() }
 
-func (l *QuorumLease) deadline() time.Time {
+func (l *quorumLease) deadline() time.Time {
 	d := majorityDeadline(l.leases, l.m.q.majority)
 	if d.IsZero() {
 		return d
@@ -100,9 +97,8 @@ func (l *QuorumLease) deadline() time.Time {
 // deadline. It returns nil when a majority of nodes released it, and an error
 // wrapping ErrNotHeld if the lease was unlocked before, lost, or held by fewer
 // than a majority. When ctx ends first, it returns an error wrapping ctx's
-// error, the lease ends, and the releases go on in the background. A nil
-// QuorumLease returns ErrNotHeld and sends nothing.
-func (l *QuorumLease) Unlock(ctx context.Context) error {
+// error, the lease ends, and the releases go on in the background.
+func (l *quorumLease) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
 	}
@@ -110,7 +106,7 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 	if l.state != leaseHeld {
 		err := l.err
 		l.mu.Unlock()
-		return endedBefore(l.Name(), err)
+		return endedBefore(l.lockName(), err)
 	}
 	l.state = leaseUnlocking
 	l.mu.Unlock()
@@ -119,12 +115,12 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 
 	freed := quorumHolds{leases: l.leases}.release(ctx, l.m.q, l.m.q.majority)
 	if freed < l.m.q.majority && ctx.Err() != nil {
-		err := fmt.Errorf("%w: %q: Unlock returned before a majority of nodes confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.Name(), ctx.Err())
+		err := fmt.Errorf("%w: %q: Unlock returned before a majority of nodes confirmed the release (%w), which goes on in the background", ErrLeaseLost, l.lockName(), ctx.Err())
 		l.finish(err, false)
-		return fmt.Errorf("fairrw: unlock %q: released on %d of %d nodes before ctx ended, going on in the background: %w", l.Name(), freed, len(l.leases), ctx.Err())
+		return fmt.Errorf("fairrw: unlock %q: released on %d of %d nodes before ctx ended, going on in the background: %w", l.lockName(), freed, len(l.leases), ctx.Err())
 	}
 	if freed < l.m.q.majority {
-		err := fmt.Errorf("%w: %q: released on %d of %d nodes, %d needed", ErrLeaseLost, l.Name(), freed, len(l.leases), l.m.q.majority)
+		err := fmt.Errorf("%w: %q: released on %d of %d nodes, %d needed", ErrLeaseLost, l.lockName(), freed, len(l.leases), l.m.q.majority)
 		l.finish(err, false)
 		return tag("fairrw: lock not held: "+reason(err), ErrNotHeld, err)
 	}
@@ -134,7 +130,7 @@ func (l *QuorumLease) Unlock(ctx context.Context) error {
 
 // finish closes the lease once with err as its Err; with heldOnly, only
 // while no Unlock is under way (the Unlock's answer then decides).
-func (l *QuorumLease) finish(err error, heldOnly bool) bool {
+func (l *quorumLease) finish(err error, heldOnly bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state == leaseEnded || (heldOnly && l.state != leaseHeld) {
@@ -149,7 +145,7 @@ func (l *QuorumLease) finish(err error, heldOnly bool) bool {
 // watch ends the lease when fewer than a majority of node leases are alive
 // or its deadline passes, whichever comes first; node renewals move the
 // deadline on. It stops at Unlock.
-func (l *QuorumLease) watch() {
+func (l *quorumLease) watch() {
 	defer close(l.ended)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -181,16 +177,16 @@ func (l *QuorumLease) watch() {
 
 // lose ends a lease still held, and gives back the node holds left: alone
 // they are a minority that would only make others wait.
-func (l *QuorumLease) lose(d time.Time) {
+func (l *quorumLease) lose(d time.Time) {
 	why := "not confirmed on a majority before its deadline"
 	if d.IsZero() {
-		why = fmt.Sprintf("held on %d of %d nodes, %d needed", l.Nodes(), len(l.leases), l.m.q.majority)
+		why = fmt.Sprintf("held on %d of %d nodes, %d needed", l.nodes(), len(l.leases), l.m.q.majority)
 	}
 	// The give-back is counted before Done closes: a holder that sees Done
 	// and closes the Quorum must find it to wait for.
 	q := l.m.q
 	tracked := q.reserve()
-	if !l.finish(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.Name(), why), true) {
+	if !l.finish(fmt.Errorf("%w: %q: %s", ErrLeaseLost, l.lockName(), why), true) {
 		if tracked {
 			q.late.Done()
 		}

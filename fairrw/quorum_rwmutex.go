@@ -8,13 +8,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // A QuorumRWMutex is a handle on one read-write lock over a Quorum's nodes.
 // Every acquire is a new owner on every node, so goroutines may share a
-// handle. Quorum leases take no further holds. Do not copy a handle.
+// handle. Its Leases are quorum leases (see Lease), which take no further
+// holds. Do not copy a handle.
 type QuorumRWMutex struct {
 	q     *Quorum
 	name  string
@@ -36,39 +37,40 @@ func (q *Quorum) RWMutex(name string) *QuorumRWMutex {
 	return m
 }
 
-// Name returns the lock name.
-func (m *QuorumRWMutex) Name() string { return m.name }
-
 // Lock takes the write lock on a majority of nodes, waiting until it is
 // granted or ctx is done. A round that got no majority gives back every hold
 // it got, so nothing stays held when ctx ends.
-func (m *QuorumRWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+func (m *QuorumRWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Quorum.Lock", Write, true, opts)
 }
 
 // RLock takes a read lock on a majority of nodes, waiting as Lock does.
-func (m *QuorumRWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+func (m *QuorumRWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Quorum.RLock", Read, true, opts)
 }
 
 // TryLock makes one round of attempts at the write lock and returns
 // ErrNotAcquired unless a majority of nodes granted it.
-func (m *QuorumRWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+func (m *QuorumRWMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Quorum.TryLock", Write, false, opts)
 }
 
 // TryRLock makes one round of attempts at a read lock and returns
 // ErrNotAcquired unless a majority of nodes granted it.
-func (m *QuorumRWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*QuorumLease, error) {
+func (m *QuorumRWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.Quorum.TryRLock", Read, false, opts)
 }
 
-// traced runs acquire inside a span of the first node's Client.
-func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*QuorumLease, error) {
+// traced runs acquire inside a span of the first node's Client, and returns
+// the quorum lease as a Lease.
+func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
 	ctx, tr := m.q.clients[0].tel.startAcquire(ctx, op, m.name, mode)
 	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
 	tr.end(nil, err)
-	return l, err
+	if l == nil {
+		return nil, err
+	}
+	return &Lease{q: l, mode: mode}, err
 }
 
 // Backoff after a round that split the nodes between waiters: random in
@@ -78,7 +80,7 @@ const (
 	maxSplitBackoff = 200 * time.Millisecond
 )
 
-func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, rounds *int) (*QuorumLease, error) {
+func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -92,7 +94,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 		}
 	}
 	if err := m.q.enter(); err != nil {
-		return nil, err
+		return nil, closedError(m.name)
 	}
 	var w *quorumWait
 	defer func() {
@@ -147,7 +149,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 
 func (m *QuorumRWMutex) waitError(err error) error {
 	if errors.Is(err, ErrClosed) {
-		return ErrClosed
+		return closedError(m.name)
 	}
 	return tag(fmt.Sprintf("fairrw: waiting for %q on a quorum: %s", m.name, reason(err)), err)
 }
@@ -163,7 +165,7 @@ type nodeResult struct {
 // roundOutcome is a round decided: a lease, or how many nodes granted
 // (given back since) and the shortest PTTL among the refusals.
 type roundOutcome struct {
-	lease   *QuorumLease
+	lease   *quorumLease
 	granted int
 	bound   time.Duration
 	err     error
@@ -252,7 +254,7 @@ collect:
 	case ctx.Err() != nil:
 		out.err = fmt.Errorf("fairrw: acquire %q on a quorum: %w", m.name, ctx.Err())
 	case closed >= m.q.majority:
-		out.err = ErrClosed
+		out.err = closedError(m.name)
 	}
 	return out
 }
@@ -349,7 +351,9 @@ func (m *QuorumRWMutex) fence(ctx context.Context, mode Mode, grants []*Lease) q
 			c := m.nodes[i].c
 			rctx, cancel := context.WithTimeout(ctx, m.q.nodeTimeout)
 			defer cancel()
-			_, err := fenceRaise.Exec(rctx, c.rdb, []string{compat.Fence(m.name)}, []string{fmt.Sprint(h.token), millis(grants[i].lease)}).AsInt64()
+			req := wire.FenceRaise{Name: m.name, Token: h.token, Lease: grants[i].lease}
+			keys, args := req.Render()
+			_, err := wire.DecodeFenceRaise(fenceRaise.Exec(rctx, c.rdb, keys, args))
 			done <- raised{i, err}
 		}()
 	}

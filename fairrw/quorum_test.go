@@ -13,10 +13,11 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // quorumNodes starts n miniredis nodes and one Client on each, and returns
@@ -50,6 +51,39 @@ func quorumCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// TestQuorumLeaseIsALease: a QuorumRWMutex's Lease answers as a Lease does,
+// has no single owner, and takes no further holds.
+func TestQuorumLeaseIsALease(t *testing.T) {
+	q, _ := quorumNodes(t, 3, fairrw.WriterPreferring(), 10*time.Second)
+	ctx := quorumCtx(t)
+	l, err := q.RWMutex("quorum:lease").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Err() != nil || l.Token() == 0 || !time.Now().Before(l.Deadline()) || l.Owner() != "" || l.Context().Err() != nil {
+		t.Fatalf("quorum lease: err %v token %d deadline %v owner %q", l.Err(), l.Token(), l.Deadline(), l.Owner())
+	}
+	if hidden.Name(l) != "quorum:lease" || hidden.Mode(l) != fairrw.Write || hidden.LeaseNodes(l) != 3 {
+		t.Fatalf("quorum lease: name %q mode %v nodes %d", hidden.Name(l), hidden.Mode(l), hidden.LeaseNodes(l))
+	}
+	for name, further := range map[string]func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error){"Lock": l.Lock, "RLock": l.RLock} {
+		if nl, err := further(ctx); nl != nil || !errors.Is(err, fairrw.ErrInvalidOption) {
+			t.Fatalf("%s from a quorum lease: %v, %v, want ErrInvalidOption", name, nl, err)
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done open after Unlock")
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, fairrw.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+}
+
 // TestQuorumExclusion: under every policy, a write quorum excludes reads and
 // writes of other owners (on its own handle too), readers share, and a release lets the next in.
 func TestQuorumExclusion(t *testing.T) {
@@ -62,8 +96,8 @@ func TestQuorumExclusion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w.Nodes() != 3 {
-				t.Errorf("write held on %d nodes, want 3", w.Nodes())
+			if hidden.LeaseNodes(w) != 3 {
+				t.Errorf("write held on %d nodes, want 3", hidden.LeaseNodes(w))
 			}
 			for _, h := range []*fairrw.QuorumRWMutex{a, b} { // the holder's handle is no owner
 				if _, err := h.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
@@ -73,7 +107,7 @@ func TestQuorumExclusion(t *testing.T) {
 			if _, err := b.TryRLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
 				t.Fatalf("TryRLock under a write quorum: %v, want ErrNotAcquired", err)
 			}
-			got := make(chan *fairrw.QuorumLease, 1)
+			got := make(chan *fairrw.Lease, 1)
 			go func() {
 				l, err := b.RLock(ctx)
 				if err != nil {
@@ -100,7 +134,7 @@ func TestQuorumExclusion(t *testing.T) {
 			if _, err := a.TryLock(ctx); !errors.Is(err, fairrw.ErrNotAcquired) {
 				t.Fatalf("TryLock under read quorums: %v, want ErrNotAcquired", err)
 			}
-			for _, l := range []*fairrw.QuorumLease{r1, r2} {
+			for _, l := range []*fairrw.Lease{r1, r2} {
 				if err := l.Unlock(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -123,8 +157,8 @@ func TestQuorumMinorityDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one node down: %v", err)
 	}
-	if l.Nodes() != 2 {
-		t.Errorf("held on %d nodes, want 2", l.Nodes())
+	if hidden.LeaseNodes(l) != 2 {
+		t.Errorf("held on %d nodes, want 2", hidden.LeaseNodes(l))
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -155,8 +189,8 @@ func eventuallyNoLockKeys(t *testing.T, node *miniredis.Miniredis) {
 	for range 100 {
 		left = left[:0]
 		for _, k := range node.Keys() {
-			fence := strings.HasPrefix(k, compat.FairPrefix+":") && strings.HasSuffix(k, ":fence")
-			marker := strings.HasPrefix(k, compat.OwnerMarkerPrefix+":")
+			fence := strings.HasPrefix(k, wire.FairPrefix+":") && strings.HasSuffix(k, ":fence")
+			marker := strings.HasPrefix(k, wire.OwnerMarkerPrefix+":")
 			if (fence || marker) && node.TTL(k) > 0 {
 				continue
 			}
@@ -187,7 +221,7 @@ func TestQuorumNodeLostWhileHeld(t *testing.T) {
 		t.Fatalf("lost with two of three nodes alive: %v", l.Err())
 	case <-time.After(3 * lease):
 	}
-	if n := l.Nodes(); n != 2 {
+	if n := hidden.LeaseNodes(l); n != 2 {
 		t.Errorf("held on %d nodes after one died, want 2", n)
 	}
 	nodes[1].Close()
@@ -220,10 +254,10 @@ func TestQuorumTokensMonotonic(t *testing.T) {
 	// A token a day ahead of the clock-based ones (microseconds), kept as
 	// the library keeps the last token: with a TTL.
 	ahead := uint64(time.Now().Add(24 * time.Hour).UnixMicro())
-	if err := nodes[0].Set(compat.Fence(name), strconv.FormatUint(ahead, 10)); err != nil {
+	if err := nodes[0].Set(wire.Fence(name), strconv.FormatUint(ahead, 10)); err != nil {
 		t.Fatal(err)
 	}
-	nodes[0].SetTTL(compat.Fence(name), 20*time.Second)
+	nodes[0].SetTTL(wire.Fence(name), 20*time.Second)
 	m := q.RWMutex(name)
 	first, err := m.Lock(ctx)
 	if err != nil {
@@ -236,8 +270,8 @@ func TestQuorumTokensMonotonic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range nodes[1:] {
-		if n.TTL(compat.Fence(name)) <= 0 {
-			t.Errorf("node %d: %s has TTL %v, want a TTL", i+1, compat.Fence(name), n.TTL(compat.Fence(name)))
+		if n.TTL(wire.Fence(name)) <= 0 {
+			t.Errorf("node %d: %s has TTL %v, want a TTL", i+1, wire.Fence(name), n.TTL(wire.Fence(name)))
 		}
 	}
 	nodes[0].Close()
@@ -351,8 +385,8 @@ func TestNewQuorumRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	if q.Majority() != 2 || q.Nodes() != 2 {
-		t.Errorf("2 nodes: majority %d of %d, want 2 of 2", q.Majority(), q.Nodes())
+	if hidden.Majority(q) != 2 || hidden.QuorumNodes(q) != 2 {
+		t.Errorf("2 nodes: majority %d of %d, want 2 of 2", hidden.Majority(q), hidden.QuorumNodes(q))
 	}
 	if _, err := q.RWMutex("").Lock(context.Background()); !errors.Is(err, fairrw.ErrInvalidName) {
 		t.Errorf("empty name: %v, want ErrInvalidName", err)

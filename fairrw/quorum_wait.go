@@ -63,14 +63,10 @@ func ended(ctx context.Context) error {
 func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
 	ctx, release := w.within(ctx)
 	defer release()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if sleepCtx(ctx, nil, d) != nil {
 		return ended(ctx)
 	}
+	return nil
 }
 
 // awaitSubscriptions waits until every node confirmed its subscription, or

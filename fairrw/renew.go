@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // maxRenewBatch is the most holds one renewal script call carries, as
@@ -117,10 +118,7 @@ func (r *renewer) round() error {
 			n += len(h.leases)
 		}
 		leases += n
-		alive, err := res.AsIntSlice()
-		if err == nil && len(alive) != len(batches[i]) {
-			err = fmt.Errorf("renewal returned %d results for %d holds", len(alive), len(batches[i]))
-		}
+		alive, err := wire.DecodeRenew(res, len(batches[i]))
 		if err != nil {
 			failed = err
 			failedBatches++
@@ -128,7 +126,7 @@ func (r *renewer) round() error {
 			continue
 		}
 		for j, h := range batches[i] {
-			if alive[j] == 1 {
+			if alive[j] {
 				h.confirm(sent.Add(r.c.leaseTime))
 			} else {
 				gone += len(h.leases)
@@ -188,20 +186,18 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 		}
 		return gi.slot < gj.slot
 	})
-	lease := holdMillis(r.c.leaseTime) // confirmed locally as sent + leaseTime
 	var calls []script.Call
 	var batches [][]*renewHold
 	for i := 0; i < len(holds); {
-		g := groupOf(holds[i])
-		call := script.Call{Script: holds[i].m.policy.renewScript(), Args: []string{lease}}
-		var batch []*renewHold
-		for ; i < len(holds) && groupOf(holds[i]) == g && len(batch) < maxRenewBatch; i++ {
-			keys, args := holds[i].m.policy.renewEntry(&holds[i].m.keys, holds[i].owner, holds[i].mode)
-			call.Keys = append(call.Keys, keys...)
-			call.Args = append(call.Args, args...)
-			batch = append(batch, holds[i])
+		g, end := groupOf(holds[i]), i+1
+		for end < len(holds) && groupOf(holds[end]) == g && end-i < maxRenewBatch {
+			end++
 		}
-		calls = append(calls, call)
+		batch := holds[i:end:end]
+		i = end
+		p := batch[0].m.policy
+		keys, args := p.renew(r.c.leaseTime, batch) // confirmed locally as sent + leaseTime
+		calls = append(calls, script.Call{Script: p.renewScript(), Keys: keys, Args: args})
 		batches = append(batches, batch)
 	}
 	return calls, batches
@@ -225,7 +221,7 @@ func (r *renewer) close() {
 	r.stop()
 	<-r.done
 	for _, l := range r.all() {
-		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.Name()), errClosedLease), lossClosed)
+		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.lockName()), errClosedLease), lossClosed)
 	}
 }
 

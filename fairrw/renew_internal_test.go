@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // renewHolds returns 250 holds on one slot (a shared hash tag), and 30 on
@@ -63,7 +64,7 @@ func TestRenewBatches(t *testing.T) {
 		if n := len(call.Keys); n == 0 || n > maxRenewBatch {
 			t.Fatalf("call %d has %d keys", i, n)
 		}
-		if len(call.Args) != 1+3*len(call.Keys) || call.Args[0] != holdMillis(30*time.Second) {
+		if len(call.Args) != 1+3*len(call.Keys) || call.Args[0] != wire.HoldMillis(30*time.Second) {
 			t.Fatalf("call %d args %v", i, call.Args[:4])
 		}
 		want := slot.Of(call.Keys[0])

@@ -7,9 +7,11 @@ import (
 )
 
 // An RWMutex is a handle on one distributed read-write lock. Every Lock,
-// RLock, TryLock and TryRLock is a new owner: calls on one handle exclude each
+// RLock, TryLock and TryRLock is a new hold: calls on one handle exclude each
 // other as calls from two processes do, and a goroutine that holds a read and
-// calls Lock waits for its own read. Reentrancy and downgrade are explicit
+// calls Lock waits for its own read. Each is a new owner in Redis, except a
+// Lock passed the write within its Client's cohort (WithCohorts), which
+// holds under the owner it was passed from. Reentrancy and downgrade are explicit
 // (Lease.Lock, Lease.RLock). A handle may be shared and must not be copied.
 type RWMutex struct {
 	c      *Client
@@ -19,8 +21,8 @@ type RWMutex struct {
 	err    error // the name's validation error, returned by every call
 }
 
-// Name returns the lock name.
-func (m *RWMutex) Name() string { return m.keys.name }
+// lockName returns the lock name.
+func (m *RWMutex) lockName() string { return m.keys.name }
 
 // Lock takes the write lock, waiting until it is granted or ctx is done. It
 // returns by ctx's deadline whatever Redis does. On cancellation it returns an
@@ -51,7 +53,9 @@ func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 // ForceUnlock frees the lock whoever holds it, if it is held in mode, and
 // admits whoever is next; otherwise it returns ErrNotHeld. Holders learn it at
 // their next renewal. When ctx ends first, it may or may not have reached
-// Redis.
+// Redis. Under a fair policy, a lock whose state records another policy or
+// protocol is refused with ErrPolicyMismatch and left as it was, as an
+// acquire is: its rules are not this Client's.
 func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 	if m.err != nil {
 		return m.err
@@ -60,7 +64,7 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return fmt.Errorf("%w: mode %d", ErrInvalidOption, mode)
 	}
 	if err := m.c.enter(); err != nil {
-		return err
+		return closedError(m.keys.name)
 	}
 	defer m.c.leave()
 	if err := m.c.await(ctx, m.keys.name); err != nil {
@@ -89,10 +93,15 @@ func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, o
 
 // prepare validates a call before anything is sent.
 func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error) {
-	var cfg acquireConfig
 	if m.err != nil {
-		return cfg, m.err
+		return acquireConfig{}, m.err
 	}
+	if len(opts) == 0 {
+		// The common call, apart: the loop below hands cfg to each
+		// option's method, which moves it to the heap.
+		return acquireConfig{lease: m.c.leaseTime}, nil
+	}
+	var cfg acquireConfig
 	for _, o := range opts {
 		if o == nil {
 			return cfg, fmt.Errorf("%w: nil AcquireOption", ErrInvalidOption)
@@ -109,7 +118,7 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 
 func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
-		return ErrClosed
+		return closedError(m.keys.name)
 	}
 	return tag(fmt.Sprintf("fairrw: waiting for %q: %s", m.keys.name, reason(err)), err)
 }

@@ -100,7 +100,7 @@ var errCutShort = tag("Close cut the Shutdown short", ErrClosed) // always wrapp
 // a read.
 func (c *Client) endLeases(owners map[*owner]Mode) map[*owner]Mode {
 	for _, l := range c.renewer.all() {
-		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.Name()), errShutdownLease), lossClosed) {
+		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.lockName()), errShutdownLease), lossClosed) {
 			continue
 		}
 		if mode, ok := owners[l.own]; !ok || mode == Read {
@@ -174,14 +174,14 @@ func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
 	}
 	defer o.unlock()
-	res, err := m.releaseWithin(ctx, o, mode, ownerState{}, o.unsure, false)
+	res, err := m.releaseWithin(ctx, time.Time{}, o, mode, ownerState{}, o.unsure, false)
 	if err == nil && res == releaseNotHeld && mode == Write && o.read {
 		// The write may be gone while reads stay: an Unlock under way when
 		// Shutdown began released it, counting the owner's ended write
 		// leases as gone but reads that further holds took meanwhile as
 		// alive. A write's release refuses an owner that no longer holds
 		// the write, so its reads are released as reads.
-		_, err = m.releaseWithin(ctx, o, Read, ownerState{}, o.unsure, false)
+		_, err = m.releaseWithin(ctx, time.Time{}, o, Read, ownerState{}, o.unsure, false)
 	}
 	return err
 }

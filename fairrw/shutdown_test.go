@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -74,7 +75,7 @@ func TestQuorumLeaseContext(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if cause := context.Cause(lctx); !errors.Is(cause, fairrw.ErrUnlocked) {
+	if cause := context.Cause(lctx); !errors.Is(cause, hidden.ErrUnlocked) {
 		t.Fatalf("cause after Unlock: %v, want ErrUnlocked", cause)
 	}
 }

@@ -33,9 +33,15 @@ func miniEnv(t *testing.T, policy fairrw.Policy) locktest.Env {
 	}
 }
 
+// TestBehaviour runs the behavioural suite for every policy, the policies
+// side by side (each on its own in-process server): the suite mostly waits
+// for leases to run out.
 func TestBehaviour(t *testing.T) {
 	for _, p := range locktest.Policies() {
-		t.Run(p.String(), func(t *testing.T) { locktest.Run(t, miniEnv(t, p)) })
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			locktest.Run(t, miniEnv(t, p))
+		})
 	}
 }
 
@@ -52,6 +58,9 @@ func TestPolicyMismatch(t *testing.T) {
 // policy it must refuse to share a name with).
 func TestMutex(t *testing.T) {
 	for _, p := range locktest.Policies() {
-		t.Run(p.String(), func(t *testing.T) { locktest.RunMutex(t, miniEnv(t, p)) })
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			locktest.RunMutex(t, miniEnv(t, p))
+		})
 	}
 }

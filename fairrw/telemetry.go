@@ -27,7 +27,7 @@ const (
 	attrOutcome       = attribute.Key("fairrw.acquire.outcome")  // outcome* below
 	attrAttempts      = attribute.Key("fairrw.acquire.attempts") // acquire attempts sent
 	attrWait          = attribute.Key("fairrw.acquire.wait")     // seconds from the call to its return
-	attrWokenBy       = attribute.Key("fairrw.acquire.woken_by") // Lease.WokenBy, when it waited
+	attrWokenBy       = attribute.Key("fairrw.acquire.woken_by") // Lease.wokenBy, when it waited
 	attrToken         = attribute.Key("fairrw.lease.token")      // the fencing token
 	attrHeld          = attribute.Key("fairrw.lease.held")       // seconds from grant to end
 	attrLossCause     = attribute.Key("fairrw.lease.loss_cause") // lossCause.String()
@@ -241,7 +241,7 @@ func (a *acquireTrace) end(l *Lease, err error) {
 	if a.span.IsRecording() {
 		a.span.SetAttributes(attrOutcome.String(outcome), attrAttempts.Int(a.attempts), attrWait.Float64(wait.Seconds()))
 		if l != nil {
-			if w := l.WokenBy(); w != "" {
+			if w := l.wokenBy(); w != "" {
 				a.span.SetAttributes(attrWokenBy.String(w))
 			}
 			a.span.SetAttributes(attrToken.Int64(int64(l.token)))
@@ -285,7 +285,7 @@ func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
 	_, span := t.tracer.Start(context.Background(), "fairrw.lease.lost",
 		trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: l.acquireSpan}))
 	if span.IsRecording() {
-		span.SetAttributes(semconv.DBSystemNameRedis, attrLockName.String(l.Name()), attrLockMode.String(l.mode.String()),
+		span.SetAttributes(semconv.DBSystemNameRedis, attrLockName.String(l.lockName()), attrLockMode.String(l.mode.String()),
 			attrPolicy.String(t.policy), attrLossCause.String(cause.String()), attrHeld.Float64(held.Seconds()),
 			attrToken.Int64(int64(l.token)))
 		span.SetStatus(codes.Error, err.Error())
@@ -295,7 +295,7 @@ func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
 	if cause == lossClosed {
 		level = slog.LevelInfo // the caller closed the Client: expected
 	}
-	t.log.Log(context.Background(), level, "fairrw: lease lost", "lock", l.Name(), "mode", l.mode.String(),
+	t.log.Log(context.Background(), level, "fairrw: lease lost", "lock", l.lockName(), "mode", l.mode.String(),
 		"policy", t.policy, "cause", cause.String(), "held", held, "error", err)
 }
 
@@ -306,7 +306,7 @@ func (t *telemetry) startUnlock(ctx context.Context, l *Lease) trace.Span {
 	_, span := t.tracer.Start(ctx, "fairrw.Unlock", t.clientSpan...)
 	if span.IsRecording() {
 		span.AddLink(trace.Link{SpanContext: l.acquireSpan})
-		span.SetAttributes(semconv.DBSystemNameRedis, attrLockName.String(l.Name()), attrLockMode.String(l.mode.String()),
+		span.SetAttributes(semconv.DBSystemNameRedis, attrLockName.String(l.lockName()), attrLockMode.String(l.mode.String()),
 			attrPolicy.String(t.policy), attrHeld.Float64(time.Since(l.granted).Seconds()))
 	}
 	return span
@@ -317,7 +317,7 @@ func (t *telemetry) endUnlock(span trace.Span, l *Lease, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		t.log.Warn("fairrw: unlock failed", "lock", l.Name(), "mode", l.mode.String(), "policy", t.policy, "error", err)
+		t.log.Warn("fairrw: unlock failed", "lock", l.lockName(), "mode", l.mode.String(), "policy", t.policy, "error", err)
 	}
 	span.End()
 }

@@ -25,6 +25,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -56,6 +57,7 @@ const (
 	mRenewals = "fairrw.renewals"
 	mRenewErr = "fairrw.renewal.failures"
 	mLost     = "fairrw.leases.lost"
+	mPending  = "fairrw.background.pending"
 )
 
 var dbRedis = keyDBSystem.String("redis")
@@ -73,6 +75,7 @@ var instruments = map[string]struct {
 	mRenewals: {"{lease}", "counter"},
 	mRenewErr: {"{lease}", "counter"},
 	mLost:     {"{lease}", "counter"},
+	mPending:  {"{task}", "updown"},
 }
 
 var allPolicies = locktest.Policies()
@@ -486,7 +489,7 @@ func awaitDone(t *testing.T, l *fairrw.Lease) {
 	select {
 	case <-l.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatalf("lease on %q still held after 10s", l.Name())
+		t.Fatalf("lease on %q still held after 10s", hidden.Name(l))
 	}
 }
 
@@ -614,7 +617,7 @@ func TestTelemetryLockAfterWait(t *testing.T) {
 		}
 		// Usually "pubsub"; "" only if its attempt after subscribing
 		// came after the release.
-		if w := r.l.WokenBy(); w != "" {
+		if w := hidden.WokenBy(r.l); w != "" {
 			want.attrs = append(want.attrs, keyWokenBy.String(w))
 		}
 		assertSpan(t, span, want)
@@ -644,9 +647,15 @@ func TestTelemetryLockCancelled(t *testing.T) {
 		ctx, request := e.appSpan("request")
 		const timeout = 500 * time.Millisecond
 		got := make(chan error, 1)
+		// called is when Lock was called: its wait runs from then to the
+		// ctx's deadline, which a loaded machine may have set a few ms
+		// before.
+		var called, deadline time.Time
 		go func() {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			deadline, _ = ctx.Deadline()
+			called = time.Now()
 			_, err := c.RWMutex(name).Lock(ctx)
 			got <- err
 		}()
@@ -676,8 +685,8 @@ func TestTelemetryLockCancelled(t *testing.T) {
 		if n := spanInt(t, span, keyAttempts); n < 2 {
 			t.Errorf("acquire.attempts %d, want at least 2 (one before the wait, one after subscribing)", n)
 		}
-		if w := spanFloat(t, span, keyWait); w < timeout.Seconds() {
-			t.Errorf("acquire.wait %v s, want at least the %v timeout", w, timeout)
+		if w, least := spanFloat(t, span, keyWait), deadline.Sub(called); w < least.Seconds() {
+			t.Errorf("acquire.wait %v s, want at least the %v from the call to the ctx's deadline", w, least)
 		}
 		if msg := exceptionMessage(span); !strings.Contains(msg, context.DeadlineExceeded.Error()) {
 			t.Errorf("exception.message %q", msg)
@@ -687,7 +696,22 @@ func TestTelemetryLockCancelled(t *testing.T) {
 		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled"): 1})
 		wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Write, p): 0})
 		wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
-		e.logs.assertNone(t) // a cancelled wait is the caller's doing
+		// A cancelled wait is the caller's doing: nothing is logged, unless
+		// Redis did not confirm the give-back of the wait's queue entry
+		// within the clean-up grace (a loaded machine), which then goes on
+		// in the background, logged, until it is done.
+		for _, r := range e.logs.records() {
+			if attrs := recordAttrs(r); r.Message != "fairrw: Redis did not confirm in time; going on in the background" || attrs["what"] != "give back" {
+				t.Errorf("unexpected log: %s %q %v", r.Level, r.Message, attrs)
+			}
+		}
+		eventually(t, "the background give-back done", func() bool {
+			n := int64(0)
+			for _, v := range sums(t, e.collect(t), mPending) {
+				n += v
+			}
+			return n == 0
+		})
 	})
 }
 
@@ -772,7 +796,7 @@ func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanCo
 		kind:   trace.SpanKindInternal, // a root, linked to the acquire
 		links:  []trace.SpanContext{acquire},
 		status: codes.Error,
-		attrs: append(acquireAttrs(l.Name(), fairrw.Write, p),
+		attrs: append(acquireAttrs(hidden.Name(l), fairrw.Write, p),
 			keyLossCause.String(cause), keyToken.Int64(int64(l.Token()))),
 		present: []attribute.Key{keyHeld},
 	})
@@ -788,7 +812,7 @@ func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanCo
 	wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0})
 	wantPoints(t, mHold, histCounts(t, rm, mHold), map[string]uint64{modePolicy(fairrw.Write, p): 1})
 	e.logs.assertOne(t, level, "fairrw: lease lost", lossLogKeys, map[string]string{
-		"lock": l.Name(), "mode": "write", "policy": p.String(), "cause": cause, "error": l.Err().Error(),
+		"lock": hidden.Name(l), "mode": "write", "policy": p.String(), "cause": cause, "error": l.Err().Error(),
 	})
 }
 
@@ -996,7 +1020,7 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Lock(ctx); !errors.Is(err, fairrw.ErrUpgrade) {
+		if _, err := r.Lock(ctx); !errors.Is(err, hidden.ErrUpgrade) {
 			t.Fatalf("Lease.Lock on a read: %v, want ErrUpgrade", err)
 		}
 		for op, mode := range map[string]fairrw.Mode{"fairrw.Lease.Lock": fairrw.Write, "fairrw.Lease.RLock": fairrw.Read} {

@@ -2,12 +2,14 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // A lock's subscription can miss messages while the deployment's topology
@@ -132,7 +134,7 @@ func (r *waitRegistry) probeEchoLocked(g *waitGroup, msg string) bool {
 // subscription was made again).
 func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
 	defer r.wg.Done()
-	interval := suspectMinNap
+	nap := newBackoff(suspectMinNap, suspectMaxNap)
 	for {
 		r.mu.Lock()
 		if g.suspectSince.IsZero() || g.ctx.Err() != nil {
@@ -150,18 +152,17 @@ func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
 		// the next probe; the waiters meanwhile take short naps.
 		ctx, cancel := context.WithTimeout(g.ctx, probeTimeout)
 		stop := context.AfterFunc(r.c.halt, cancel) // a Shutdown cut short
-		_ = probeScript.Exec(ctx, r.c.rdb, []string{g.keys.channel}, []string{r.c.publish, p}).Error()
+		req := wire.Probe{Channel: g.keys.channel, Publish: r.c.publish, Probe: p}
+		keys, args := req.Render()
+		_ = probeScript.Exec(ctx, r.c.rdb, keys, args).Error()
 		stop()
 		cancel()
-		t := time.NewTimer(interval)
-		select {
-		case <-t.C:
-			interval = min(interval*2, suspectMaxNap)
-		case <-kick:
-			t.Stop()
-			interval = suspectMinNap
-		case <-g.ctx.Done():
-			t.Stop()
+		// A kick ends the nap as a closing channel would, with ErrClosed.
+		switch err := nap.wait(g.ctx, kick); {
+		case err == nil: // the nap ran out: the next is twice as long
+		case errors.Is(err, ErrClosed): // kicked
+			nap.reset()
+		default: // the group ended
 			r.mu.Lock()
 			g.probing = false
 			r.mu.Unlock()

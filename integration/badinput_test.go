@@ -12,9 +12,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // The TestBadInput* tests feed every kind of bad input to a Client on a
@@ -121,13 +123,13 @@ func (ks keyspace) without(prefixes ...string) keyspace {
 
 // withoutMarkers returns ks without the owner markers that have a TTL: an
 // acquire that ends with an error gives its owner up, and the marker it
-// leaves (compat.OwnerMarker) expires on its own (the give-up's unlock
+// leaves (fwire.OwnerMarker) expires on its own (the give-up's unlock
 // latch is deleted at once: compare e.settled). A marker without a TTL
 // stays in, so that a comparison reports it.
 func (ks keyspace) withoutMarkers() keyspace {
 	out := keyspace{}
 	for k, v := range ks {
-		if !strings.HasPrefix(k, compat.OwnerMarkerPrefix+":") || !v.ttl {
+		if !strings.HasPrefix(k, fwire.OwnerMarkerPrefix+":") || !v.ttl {
 			out[k] = v
 		}
 	}
@@ -292,7 +294,7 @@ func TestBadInputName(t *testing.T) {
 	e := newBadEnv(t)
 	names := map[string]string{
 		"empty":       "",
-		"4097 bytes":  strings.Repeat("n", fairrw.MaxNameLength+1),
+		"4097 bytes":  strings.Repeat("n", hidden.MaxNameLength+1),
 		"1 MiB":       strings.Repeat("{n}", 1<<20/3),
 		"open brace":  "a{b",
 		"close brace": "x}y",
@@ -317,7 +319,7 @@ func TestBadInputName(t *testing.T) {
 				for _, mode := range []fairrw.Mode{fairrw.Read, fairrw.Write} {
 					wantErr(t, "ForceUnlock on "+label, nil, m.ForceUnlock(testCtx(t), mode), fairrw.ErrInvalidName)
 				}
-				if err := fmt.Sprint(m.ForceUnlock(testCtx(t), fairrw.Write)); len(err) > 2*fairrw.MaxNameLength {
+				if err := fmt.Sprint(m.ForceUnlock(testCtx(t), fairrw.Write)); len(err) > 2*hidden.MaxNameLength {
 					t.Errorf("%s: error message of %d bytes", label, len(err))
 				}
 			}
@@ -350,7 +352,7 @@ func TestBadInputOptions(t *testing.T) {
 			OnInvalidations: func([]rueidis.RedisMessage) {}})},
 		"nil client":             {fairrw.WithClient(nil)},
 		"both clients":           {valid, fairrw.WithClient(e.raw)},
-		"unknown publish":        {valid, fairrw.WithPublishCommand("shout")},
+		"unknown publish":        {valid, hidden.WithPublish("shout").(fairrw.Option)},
 		"nil tracer provider":    {valid, fairrw.WithTracerProvider(nil)},
 		"nil meter provider":     {valid, fairrw.WithMeterProvider(nil)},
 		"nil logger":             {valid, fairrw.WithLogger(nil)},
@@ -380,6 +382,8 @@ func TestBadInputOptions(t *testing.T) {
 		"valid, then nil":     {fairrw.WithLease(time.Second), nil},
 		"most negative lease": {fairrw.WithLease(time.Duration(-1 << 63))},
 		"lease of 999µs":      {fairrw.WithLease(999 * time.Microsecond)},
+		"lease of 292 years":  {fairrw.WithLease(time.Duration(1<<63 - 1))},
+		"lease over a year":   {fairrw.WithLease(366 * 24 * time.Hour)},
 	}
 	for _, p := range policies {
 		t.Run(p.String(), func(t *testing.T) {
@@ -617,16 +621,16 @@ func TestBadInputWrongType(t *testing.T) {
 	targets := map[string][]target{
 		"redisson": {
 			{name: "name", key: func(n string) string { return n }, types: all},
-			{name: "fair-state", key: func(n string) string { return compat.Fair(n).State }, types: all},
-			{name: "fence", key: compat.Fence, types: notString},
+			{name: "fair-state", key: func(n string) string { return fwire.Fair(n).State }, types: all},
+			{name: "fence", key: fwire.Fence, types: notString},
 		},
 		"fair": {
 			// A foreign key at the name is taken for a Redisson lock.
 			{name: "name", key: func(n string) string { return n }, types: all},
-			{name: "fair-state", key: func(n string) string { return compat.Fair(n).State }, types: all},
-			{name: "readers", key: func(n string) string { return compat.Fair(n).Readers }, types: notZset},
-			{name: "queue", key: func(n string) string { return compat.Fair(n).Queue }, types: notZset},
-			{name: "fence", key: compat.Fence, types: notString},
+			{name: "fair-state", key: func(n string) string { return fwire.Fair(n).State }, types: all},
+			{name: "readers", key: func(n string) string { return fwire.Fair(n).Readers }, types: notZset},
+			{name: "queue", key: func(n string) string { return fwire.Fair(n).Queue }, types: notZset},
+			{name: "fence", key: fwire.Fence, types: notString},
 		},
 	}
 	for _, p := range policies {
@@ -683,7 +687,7 @@ func TestBadInputFenceNotInteger(t *testing.T) {
 			e.flush(t)
 			e.bystanders(t)
 			n := "badinput:fence"
-			e.do(t, e.raw.B().Set().Key(compat.Fence(n)).Value("not-a-number").Build())
+			e.do(t, e.raw.B().Set().Key(fwire.Fence(n)).Value("not-a-number").Build())
 			c := e.client(t, p)
 			m := c.RWMutex(n)
 			var last uint64
@@ -700,12 +704,12 @@ func TestBadInputFenceNotInteger(t *testing.T) {
 					t.Fatalf("token %d after %d, want it greater", l.Token(), last)
 				}
 				last = l.Token()
-				if v, ok := e.do(t, e.raw.B().Get().Key(compat.Fence(n)).Build()).ToString(); ok == nil && v != strconv.FormatUint(last, 10) {
+				if v, ok := e.do(t, e.raw.B().Get().Key(fwire.Fence(n)).Build()).ToString(); ok == nil && v != strconv.FormatUint(last, 10) {
 					t.Fatalf("last token %q after a grant of %d", v, last)
 				}
 				mustUnlock(t, l)
 			}
-			if pttl, err := e.do(t, e.raw.B().Pttl().Key(compat.Fence(n)).Build()).AsInt64(); err != nil || pttl == -1 {
+			if pttl, err := e.do(t, e.raw.B().Pttl().Key(fwire.Fence(n)).Build()).AsInt64(); err != nil || pttl == -1 {
 				t.Fatalf("last token PTTL %d, %v: want a TTL (or gone)", pttl, err)
 			}
 		})

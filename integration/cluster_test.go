@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
@@ -38,19 +39,18 @@ func clusterEnv(t *testing.T, c *redistest.Cluster, tr transport, policy fairrw.
 	}
 }
 
-// TestClusterBehaviour runs the whole behavioural suite for every policy over
-// every transport (tracking, RESP3 without tracking, RESP2) on a cluster of
-// 3 primaries with a replica each.
+// TestClusterBehaviour runs the whole behavioural suite for every policy on
+// a cluster of 3 primaries with a replica each: each policy over one
+// transport (tracking, RESP3 without tracking, RESP2: a different one each),
+// or over every transport with FAIRRW_LONG=1 (see topologyMatrix).
 func TestClusterBehaviour(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
-	for _, p := range policies {
-		for _, tr := range transports {
-			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				env := clusterEnv(t, c, tr, p)
-				env.Repeat = tr.name != transports[0].name
-				locktest.Run(t, env)
-			})
-		}
+	for _, m := range topologyMatrix() {
+		t.Run(m.p.String()+"/"+m.tr.name, func(t *testing.T) {
+			env := clusterEnv(t, c, m.tr, m.p)
+			env.Repeat = longRun() && m.tr.name != transports[0].name // the policy runs on transports[0] too
+			locktest.Run(t, env)
+		})
 	}
 	t.Run("ordering", func(t *testing.T) {
 		t.Run("writer-preferring", func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestClusterMutex(t *testing.T) {
 			defer cancel()
 			l, err := c2.Mutex(n).Lock(ctx)
 			if err == nil {
-				if l.WokenBy() == "timer" {
+				if hidden.WokenBy(l) == "timer" {
 					err = errors.New(n + ": waiter woken by the PTTL timer, not by the release")
 				}
 				if uerr := l.Unlock(ctx); err == nil {
@@ -132,7 +132,7 @@ func TestCluster(t *testing.T) {
 			defer cancel()
 			l, err := c2.RWMutex(n).Lock(ctx)
 			if err == nil {
-				if l.WokenBy() == "timer" {
+				if hidden.WokenBy(l) == "timer" {
 					err = fmt.Errorf("%s: waiter woken by the PTTL timer, not by the release", n)
 				}
 				if uerr := l.Unlock(ctx); err == nil {
@@ -145,7 +145,7 @@ func TestCluster(t *testing.T) {
 	time.Sleep(3 * lease) // the watchdog renews every shard's batch meanwhile
 	for _, l := range leases {
 		if err := l.Err(); err != nil {
-			t.Fatalf("%s lost on the cluster: %v", l.Name(), err)
+			t.Fatalf("%s lost on the cluster: %v", hidden.Name(l), err)
 		}
 		mustUnlock(t, l)
 	}
@@ -190,7 +190,7 @@ func TestClusterRenewalRound(t *testing.T) {
 	for _, l := range leases {
 		if l.Err() != nil || !l.Deadline().Equal(deadline) {
 			t.Fatalf("%s: deadline %v, err %v; lease %s has %v: not renewed by one round",
-				l.Name(), l.Deadline(), l.Err(), leases[0].Name(), deadline)
+				hidden.Name(l), l.Deadline(), l.Err(), hidden.Name(leases[0]), deadline)
 		}
 	}
 	rounds := 0

@@ -182,28 +182,42 @@ func (e *confEnv) stopper(ctx context.Context, rng *rand.Rand) {
 		// An abrupt stop's holds outlive it by up to the longest lease:
 		// none near the end, so that the final probes find them gone.
 		abrupt := graceful >= 2 && rng.IntN(100) < 20 && time.Until(e.workEnd) > confLongMax+2*time.Second
+		first := !abrupt && graceful < 2
 		if !abrupt {
 			graceful++
 		}
-		e.stopAndReplace(rng, e.pickStopSlot(rng), !abrupt)
+		e.stopAndReplace(rng, e.pickStopSlot(rng, first), !abrupt)
 		next = time.Now().Add(1500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
 	}
 }
 
 // pickStopSlot picks, mostly, the slot whose generation has the most live
-// leases, so that the stops have work to end.
-func (e *confEnv) pickStopSlot(rng *rand.Rand) int {
-	if rng.IntN(100) < 30 {
+// leases, so that the stops have work to end; the first two graceful stops
+// always do, waiting up to three seconds for a lease that the Shutdown will
+// be the one to end (stoppableOf: not being unlocked, not about to run
+// out), so that every run has a Shutdown end a lease (checkExercised).
+func (e *confEnv) pickStopSlot(rng *rand.Rand, first bool) int {
+	if !first && rng.IntN(100) < 30 {
 		return rng.IntN(len(e.slots))
 	}
-	best, most := rng.IntN(len(e.slots)), -1
-	for i := range e.slots {
-		g := e.gen(i)
-		if n := e.o.liveOf(g); n > most {
-			best, most = i, n
-		}
+	live := e.o.liveOf
+	if first {
+		live = e.o.stoppableOf
 	}
-	return best
+	wait := time.Now().Add(3 * time.Second)
+	for {
+		best, most := rng.IntN(len(e.slots)), -1
+		for i := range e.slots {
+			g := e.gen(i)
+			if n := live(g); n > most {
+				best, most = i, n
+			}
+		}
+		if most > 0 || !first || time.Now().After(wait) {
+			return best
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // stopAndReplace shuts slot i's generation down (gracefully or not),

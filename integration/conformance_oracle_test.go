@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
-// confLease is what the oracle needs of a grant: *fairrw.Lease and
-// *fairrw.QuorumLease both have it.
+// confLease is what the oracle needs of a grant: a *fairrw.Lease, of one
+// Redis or of a Quorum, has it (and hidden.WokenBy reads it).
 type confLease interface {
 	Done() <-chan struct{}
 	Deadline() time.Time
@@ -21,7 +22,6 @@ type confLease interface {
 	Err() error
 	Unlock(context.Context) error
 	Context() context.Context
-	WokenBy() string
 }
 
 // confHold is one granted Lease as the oracle sees it.
@@ -52,6 +52,22 @@ type confHold struct {
 	unlockBegan time.Time // zero until the harness first calls Unlock
 	ended       time.Time // when the watcher saw Done
 	forced      time.Time // when a ForceUnlock may have released it first (zero: none)
+}
+
+// passedAbove reports whether h is a write its Client's cohort passed on
+// (fairrw.WithCohorts) from a hold Redis granted with token: Redis keeps
+// that token, and h's is one of the tokens the grant reserved above it.
+func (h *confHold) passedAbove(token uint64) bool {
+	return h.wokenBy == "cohort" && token != 0 && token < h.token && h.token-token < fwire.TokenReserve
+}
+
+// inCohort reports whether h is a write that joined its Client's cohort
+// (fairrw.WithCohorts): a first write hold by Lock, on a watchdog lease,
+// under a fair policy, from a Client that does not wait for replicas. Its
+// Client passes it the lock ahead of writers queued in Redis (within the
+// documented bound), so it is not judged by FIFO across Clients.
+func (h *confHold) inCohort(fair bool) bool {
+	return fair && h.mode == fairrw.Write && h.waits && h.asked == 0 && !h.synced && h.parent == 0 && !h.quorum
 }
 
 func (h *confHold) String() string {
@@ -227,6 +243,9 @@ func (o *confOracle) grant(h *confHold) {
 	h.id = o.nextID
 	o.stats["grants"]++
 	o.stats["grants "+h.mode.String()]++
+	if h.wokenBy == "cohort" {
+		o.stats["grants passed or led in a cohort"]++
+	}
 
 	// Deadlines only move forward while a lease lives: a deadline read
 	// before now is at most the deadline at now. Done is read after now:

@@ -58,6 +58,22 @@ func (o *confOracle) liveOf(g *confGen) int {
 	return n
 }
 
+// stoppableOf is how many of g's holds a Shutdown now would end: live, no
+// Unlock begun on them (a hold being released is the Unlock's, not the
+// Shutdown's), and with at least 300ms of lease left, so that it cannot
+// run out in between.
+func (o *confOracle) stoppableOf(g *confGen) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n, soon := 0, time.Now().Add(300*time.Millisecond)
+	for _, h := range g.holds {
+		if h.ended.IsZero() && h.unlockBegan.IsZero() && h.lease.Deadline().After(soon) {
+			n++
+		}
+	}
+	return n
+}
+
 // stoppedBy reports whether g's stop began by t.
 func (o *confOracle) stoppedBy(g *confGen, t time.Time) bool {
 	o.mu.Lock()

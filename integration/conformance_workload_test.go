@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 func confRWAcquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (*fairrw.Lease, error) {
@@ -30,7 +32,7 @@ func confMutexAcquire(ctx context.Context, m *fairrw.Mutex, wait bool, o []fairr
 	return m.TryLock(ctx, o...)
 }
 
-func confQuorumAcquire(ctx context.Context, m *fairrw.QuorumRWMutex, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (*fairrw.QuorumLease, error) {
+func confQuorumAcquire(ctx context.Context, m *fairrw.QuorumRWMutex, mode fairrw.Mode, wait bool, o []fairrw.AcquireOption) (*fairrw.Lease, error) {
 	switch {
 	case mode == fairrw.Write && wait:
 		return m.Lock(ctx, o...)
@@ -140,6 +142,10 @@ func (e *confEnv) worker(rng *rand.Rand) {
 			e.forceUnlock(rng, name)
 		case e.tg.kind != confQuorumKind && r < 54:
 			e.session(rng, name)
+		case e.tg.kind == confRWKind && e.tg.tenant == nil && r < 62:
+			// Not in the short ACL tenant runs: their coverage checks
+			// (a Shutdown that ends a lease) need the workload's share.
+			e.burst(rng, name)
 		default:
 			e.single(rng, name)
 		}
@@ -162,7 +168,7 @@ func (e *confEnv) acquire(cc *confCtx, name string, owner int64, parent *confHol
 	if err == nil {
 		h = &confHold{name: name, owner: owner, wire: wire, mode: mode, token: l.Token(), lease: l, op: op, client: client,
 			callStart: start, granted: ret, quorum: e.tg.kind == confQuorumKind, gen: gen,
-			asked: lk.d, single: single, waits: wait && parent == nil, wokenBy: l.WokenBy(), synced: gen.synced}
+			asked: lk.d, single: single, waits: wait && parent == nil, wokenBy: hidden.WokenBy(l), synced: gen.synced}
 		if parent != nil {
 			h.parent = parent.id
 		}
@@ -283,6 +289,48 @@ func (e *confEnv) holdFor(h *confHold, d time.Duration) {
 	case <-e.stopped:
 	}
 	e.contextWhileHeld(h, "after holding")
+}
+
+// burst is a cohort's busy moment (fairrw.WithCohorts): 2-4 goroutines on
+// one Client's shared handle each Lock the write (watchdog lease) a few
+// times in a row, hold it briefly and unlock, so that the Client passes the
+// write among them without Redis; their contexts end now and then as in
+// any acquire.
+func (e *confEnv) burst(rng *rand.Rand, name string) {
+	pool := e.pool[name]
+	hd := pool[rng.IntN(len(pool))]
+	gen := e.gen(hd.slot)
+	label := fmt.Sprintf("%s/h%d", gen.label, hd.hi)
+	n, rounds := 2+rng.IntN(3), 1+rng.IntN(4)
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = rng.Uint64()
+	}
+	e.o.count("cohort bursts", 1)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seeds[i], uint64(i)))
+			for range rounds {
+				if e.isStopped() {
+					return
+				}
+				lk := confLeaseKind{desc: "watchdog"}
+				cc := e.acquireCtx(rng, true, lk)
+				op := fmt.Sprintf("%s burst Lock(%s%s)", label, lk.desc, cc.desc)
+				h, err := e.acquire(cc, name, e.o.newOwner(), nil, fairrw.Write, true, op, label, gen, lk, true, func(ctx context.Context) (confLease, string, error) {
+					return gen.sharedAcquire(ctx, name, hd.hi, fairrw.Write, true, nil)
+				})
+				cc.cancel()
+				if err != nil {
+					continue
+				}
+				e.holdFor(h, time.Duration(rng.Int64N(int64(3*time.Millisecond))))
+				e.unlock(rng, h)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // single is one acquire on a shared handle, as a new owner, held a while
@@ -493,7 +541,7 @@ func (e *confEnv) upgrade(name string, owner int64, label string, gen *confGen, 
 		if parentAlive {
 			e.o.violate("upgrade-granted", name, "%s was granted (%s) while the read lease it came from is alive", op, h)
 		}
-	case errors.Is(err, fairrw.ErrUpgrade):
+	case errors.Is(err, hidden.ErrUpgrade):
 		e.o.count("upgrade refused as upgrade", 1)
 	case errors.Is(err, fairrw.ErrClosed):
 		e.o.count("upgrade closed", 1)

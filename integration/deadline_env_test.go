@@ -16,9 +16,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/redistest"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 const (
@@ -122,7 +123,7 @@ func (h *dlHolds) lease(l *fairrw.Lease) {
 	}
 }
 
-func (h *dlHolds) quorum(l *fairrw.QuorumLease) {
+func (h *dlHolds) quorum(l *fairrw.Lease) {
 	if l != nil {
 		h.add(func() { dlUnlock(l) })
 	}
@@ -441,9 +442,9 @@ func dlKeysLeft(t *testing.T, raw rueidis.Client, name string) []string {
 	t.Helper()
 	var left []string
 	for _, k := range fKeys(t, raw, name) {
-		expires := strings.HasPrefix(k, compat.OwnerMarkerPrefix+":") ||
+		expires := strings.HasPrefix(k, fwire.OwnerMarkerPrefix+":") ||
 			strings.HasPrefix(k, compat.UnlockLatchPrefix+":") ||
-			k == compat.Fence(name)
+			k == fwire.Fence(name)
 		if pttl := fPTTL(t, raw, k); !expires || pttl == -1 {
 			left = append(left, k)
 		}

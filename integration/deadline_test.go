@@ -129,8 +129,8 @@ func dlRWSpecs() []dlSpec {
 		{call: "Inspect", faults: dlNoWait, setup: func(t *testing.T, e *dlEnv, name string, _ dlFault) dlCall {
 			var hs dlHolds
 			hs.add(e.otherWrite(t, name))
-			m := e.client(t).RWMutex(name)
-			return dlCall{run: func(ctx context.Context) error { _, err := m.Inspect(ctx); return err }, after: hs.release}
+			c := e.client(t)
+			return dlCall{run: func(ctx context.Context) error { _, err := c.Inspect(ctx, name); return err }, after: hs.release}
 		}},
 		{call: "ForceUnlock", faults: dlNoWait, setup: func(t *testing.T, e *dlEnv, name string, _ dlFault) dlCall {
 			var hs dlHolds
@@ -175,8 +175,8 @@ func dlMutexSpecs() []dlSpec {
 		{call: "Inspect", faults: dlNoWait, setup: func(t *testing.T, e *dlEnv, name string, _ dlFault) dlCall {
 			var hs dlHolds
 			hs.add(e.otherWrite(t, name))
-			m := e.client(t).Mutex(name)
-			return dlCall{run: func(ctx context.Context) error { _, err := m.Inspect(ctx); return err }, after: hs.release}
+			c := e.client(t)
+			return dlCall{run: func(ctx context.Context) error { _, err := c.Inspect(ctx, name); return err }, after: hs.release}
 		}},
 		{call: "ForceUnlock", faults: dlNoWait, setup: func(t *testing.T, e *dlEnv, name string, _ dlFault) dlCall {
 			var hs dlHolds
@@ -190,7 +190,7 @@ func dlMutexSpecs() []dlSpec {
 // dlQuorumSpecs are the calls of a quorum lock; every node suffers the
 // fault.
 func dlQuorumSpecs() []dlSpec {
-	acquire := func(call string, faults []dlFault, do func(context.Context, *fairrw.QuorumRWMutex) (*fairrw.QuorumLease, error)) dlSpec {
+	acquire := func(call string, faults []dlFault, do func(context.Context, *fairrw.QuorumRWMutex) (*fairrw.Lease, error)) dlSpec {
 		return dlSpec{call: call, faults: faults, setup: func(t *testing.T, e *dlEnv, name string, f dlFault) dlCall {
 			var hs dlHolds
 			if f == dlWaiting {
@@ -201,10 +201,10 @@ func dlQuorumSpecs() []dlSpec {
 		}}
 	}
 	return []dlSpec{
-		acquire("Lock", dlWaits, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.QuorumLease, error) { return m.Lock(ctx) }),
-		acquire("RLock", dlWaits, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.QuorumLease, error) { return m.RLock(ctx) }),
-		acquire("TryLock", dlNoWait, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.QuorumLease, error) { return m.TryLock(ctx) }),
-		acquire("TryRLock", dlNoWait, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.QuorumLease, error) {
+		acquire("Lock", dlWaits, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.Lease, error) { return m.Lock(ctx) }),
+		acquire("RLock", dlWaits, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.Lease, error) { return m.RLock(ctx) }),
+		acquire("TryLock", dlNoWait, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.Lease, error) { return m.TryLock(ctx) }),
+		acquire("TryRLock", dlNoWait, func(ctx context.Context, m *fairrw.QuorumRWMutex) (*fairrw.Lease, error) {
 			return m.TryRLock(ctx)
 		}),
 		// Not strict: a quorum Unlock that reaches no majority returns

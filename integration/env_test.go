@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -24,6 +25,37 @@ var transports = []transport{
 	{"resp3-tracking", func(*rueidis.ClientOption) {}},
 	{"resp3-no-tracking", func(o *rueidis.ClientOption) { o.DisableCache = true }},
 	{"resp2", func(o *rueidis.ClientOption) { o.DisableCache = true; o.AlwaysRESP2 = true }},
+}
+
+// longRun says whether FAIRRW_LONG=1 asks for the long runs: the cluster
+// and Sentinel behaviour suites over every transport for every policy
+// rather than one transport per policy. Everything else runs the same.
+func longRun() bool { return os.Getenv("FAIRRW_LONG") == "1" }
+
+// topologyMatrix is the policy and transport pairs the behaviour suites
+// run on a cluster and under Sentinel: every pair in a long run; otherwise
+// each policy on one transport, a different one each, so that every policy
+// and every transport still meets the topology (a single node runs every
+// pair always, see TestBehaviour).
+func topologyMatrix() []struct {
+	p  fairrw.Policy
+	tr transport
+} {
+	var out []struct {
+		p  fairrw.Policy
+		tr transport
+	}
+	for i, p := range policies {
+		for j, tr := range transports {
+			if longRun() || j == i%len(transports) {
+				out = append(out, struct {
+					p  fairrw.Policy
+					tr transport
+				}{p, tr})
+			}
+		}
+	}
+	return out
 }
 
 // newEnv returns the behavioural suite's environment on r over tr.

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // failoverWakeBound is the longest a waiter may stay asleep on a free lock
@@ -36,7 +38,7 @@ func TestFailoverWake(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			name := "{failover-wake}:" + p.String()
 			s := int(slot.Of(name))
-			channel := compat.Fair(name).Channel
+			channel := fwire.Fair(name).Channel
 			if p.String() == fairrw.Redisson().String() {
 				channel = compat.Channel(name)
 			}
@@ -124,7 +126,7 @@ func failoverWakeRound(t *testing.T, c *redistest.Cluster, clients map[string]*f
 			relMu.Lock()
 			early := !isReleased
 			relMu.Unlock()
-			results <- outcome{who: who, latency: latency, woken: l.WokenBy(), early: early}
+			results <- outcome{who: who, latency: latency, woken: hidden.WokenBy(l), early: early}
 			clock.unlock(t, l)
 		})
 	}

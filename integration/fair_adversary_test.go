@@ -12,8 +12,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // The fair scripts' key economies (a stored horizon bounding the state
@@ -29,15 +30,17 @@ type fairRaw struct {
 	raw    rueidis.Client
 	policy string
 	name   string
-	fk     compat.FairKeys
+	fk     fwire.FairKeys
 }
 
 func newFairRaw(t testing.TB, raw rueidis.Client, policy, name string) *fairRaw {
-	return &fairRaw{t: t, raw: raw, policy: policy, name: name, fk: compat.Fair(name)}
+	// The scripts take the policy as the state records it, with this
+	// version's protocol (wire.PolicyRecord), as fairrw sends it.
+	return &fairRaw{t: t, raw: raw, policy: fwire.PolicyRecord(policy, fwire.Protocol), name: name, fk: fwire.Fair(name)}
 }
 
 func (f *fairRaw) keys(owner string) []string {
-	return []string{f.fk.State, f.fk.Readers, f.fk.Queue, f.fk.Waiting, f.fk.Admitted, compat.Fence(f.name), f.fk.Channel, f.name, compat.OwnerMarker(f.name, owner)}
+	return []string{f.fk.State, f.fk.Readers, f.fk.Queue, f.fk.Waiting, f.fk.Admitted, fwire.Fence(f.name), f.fk.Channel, f.name, fwire.OwnerMarker(f.name, owner)}
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -56,8 +59,12 @@ func (f *fairRaw) acquire(owner, mode string, lease, qlease time.Duration, wait 
 
 func (f *fairRaw) acquireErr(owner, mode string, lease, qlease time.Duration, wait string, further int, notify string) ([]int64, error) {
 	a := args([]string{f.policy, mode, owner, ms(lease), ms(qlease)}, stamped(), []string{"publish", wait, strconv.Itoa(further), notify})
-	return f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_acquire")).
-		Numkeys(9).Key(f.keys(owner)...).Arg(a...).Build()).AsIntSlice()
+	res := f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.FairAcquire()).
+		Numkeys(9).Key(f.keys(owner)...).Arg(a...).Build())
+	if token, err := res.AsInt64(); err == nil { // the fast path's grant: its token alone
+		return []int64{1, token}, nil
+	}
+	return res.AsIntSlice()
 }
 
 // unlock runs fair_unlock for owner: a release of mode (or, with abandon,
@@ -74,9 +81,9 @@ func (f *fairRaw) unlock(owner, mode string, lease time.Duration, abandon bool, 
 		mr = "1"
 	}
 	a := args([]string{f.policy, mode, owner, ms(lease), ms(lease)}, stamped(), []string{"publish", "5000", ab, "5000",
-		strconv.Itoa(writes), ms(wcover), strconv.Itoa(reads), ms(rcover), mr})
+		strconv.Itoa(writes), ms(wcover), strconv.Itoa(reads), ms(rcover), mr, "0"})
 	keys := append(f.keys(owner), compat.UnlockLatch(f.name, fmt.Sprintf("req-%d", rand.Int64())))
-	res, err := f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_unlock")).
+	res, err := f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.FairUnlock()).
 		Numkeys(10).Key(keys...).Arg(a...).Build()).ToArray()
 	if err != nil || len(res) != 3 {
 		f.t.Fatalf("unlock %s %s: %v %v", owner, mode, res, err)
@@ -102,7 +109,7 @@ func (f *fairRaw) renew(owner, mode string, lease time.Duration) int64 {
 func (f *fairRaw) forceUnlock(mode string) int64 {
 	f.t.Helper()
 	a := args([]string{f.policy, mode, "", "1000", "1000"}, stamped(), []string{"publish"})
-	n, err := f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_force_unlock")).
+	n, err := f.raw.Do(context.Background(), f.raw.B().Eval().Script(lua.FairForceUnlock()).
 		Numkeys(9).Key(f.keys("force")...).Arg(a...).Build()).AsInt64()
 	if err != nil {
 		f.t.Fatalf("force unlock %s: %v", mode, err)
@@ -651,7 +658,7 @@ func TestFairAdversaryTokenFence(t *testing.T) {
 	for _, p := range fairScriptPolicies {
 		t.Run(p, func(t *testing.T) {
 			f := newFairRaw(t, e.raw, p, "adv:fence:"+p)
-			fence := compat.Fence(f.name)
+			fence := fwire.Fence(f.name)
 			ctx := context.Background()
 			v := f.acquire("a:1", "w", time.Second, time.Second, "1", 0, "0")
 			first := v[1]

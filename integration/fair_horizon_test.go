@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestFairRenewalHorizon: under the fair policies a renewed write keeps its
@@ -22,7 +23,7 @@ func TestFairRenewalHorizon(t *testing.T) {
 	e := newWireEnv(t)
 	forEachFair(t, func(t *testing.T, p fairrw.Policy, code string) {
 		n := "fair:horizon:" + code
-		fk := compat.Fair(n)
+		fk := fwire.Fair(n)
 		c := newClient(t, e.r, transports[1], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
 		l := mustLock(t, c.RWMutex(n), fairrw.Write)
 		ctx := testCtx(t)
@@ -43,7 +44,7 @@ func TestFairRenewalHorizon(t *testing.T) {
 				t.Fatalf("state hash expires at %d, before the writer's deadline %d or its horizon %d", expiry, wd, h)
 			}
 			// Redis keeps a hold LeaseMargin past its lease: half of that.
-			half := (lease + fairrw.LeaseMargin) / 2
+			half := (lease + hidden.LeaseMargin) / 2
 			if over := time.Duration(expiry-wd) * time.Millisecond; over > half {
 				t.Fatalf("state hash expires %v after the writer's deadline, more than half the lease (%v)", over, half)
 			}
@@ -65,9 +66,9 @@ func TestFairRenewalHorizon(t *testing.T) {
 		// A holder that is gone: the write taken by the script itself, with
 		// that lease, and never renewed or released.
 		owner := "gone-client:1"
-		err = e.raw.Do(ctx, e.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_acquire")).Numkeys(9).
-			Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(n), fk.Channel, n, compat.OwnerMarker(n, owner)).
-			Arg(args([]string{code, "w", owner, strconv.Itoa(int(lease.Milliseconds())), "300"}, stamped(), []string{"publish", "1", "0", "0"})...).Build()).Error()
+		err = e.raw.Do(ctx, e.raw.B().Eval().Script(lua.FairAcquire()).Numkeys(9).
+			Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fwire.Fence(n), fk.Channel, n, fwire.OwnerMarker(n, owner)).
+			Arg(args([]string{fwire.PolicyRecord(code, fwire.Protocol), "w", owner, strconv.Itoa(int(lease.Milliseconds())), "300"}, stamped(), []string{"publish", "1", "0", "0"})...).Build()).Error()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,18 +100,20 @@ func TestFairTokenAheadOfClock(t *testing.T) {
 		n := "fair:token-ahead:" + code
 		ctx := testCtx(t)
 		ahead := uint64(time.Now().UnixMicro()) + 1e12
-		if err := e.raw.Do(ctx, e.raw.B().Set().Key(compat.Fence(n)).Value(strconv.FormatUint(ahead, 10)).PxMilliseconds(5000).Build()).Error(); err != nil {
+		if err := e.raw.Do(ctx, e.raw.B().Set().Key(fwire.Fence(n)).Value(strconv.FormatUint(ahead, 10)).PxMilliseconds(5000).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		c := newClient(t, e.r, transports[1], fairrw.WithPolicy(p))
 		l := mustLock(t, c.RWMutex(n), fairrw.Write)
-		if l.Token() != ahead+1 {
-			t.Fatalf("token %d after a last token %d ahead of the clock; want %d", l.Token(), ahead, ahead+1)
+		// Each mint is at least wire.TokenReserve above the last: the
+		// tokens in between are the grant's, for its Client's cohort.
+		if l.Token() != ahead+fwire.TokenReserve {
+			t.Fatalf("token %d after a last token %d ahead of the clock; want %d", l.Token(), ahead, ahead+fwire.TokenReserve)
 		}
 		mustUnlock(t, l)
 		l = mustLock(t, c.RWMutex(n), fairrw.Write)
-		if l.Token() != ahead+2 {
-			t.Fatalf("next token %d; want %d", l.Token(), ahead+2)
+		if l.Token() != ahead+2*fwire.TokenReserve {
+			t.Fatalf("next token %d; want %d", l.Token(), ahead+2*fwire.TokenReserve)
 		}
 		mustUnlock(t, l)
 	})

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestDeadWaitingWriterExpires: a writer that queued and then died (it never
@@ -28,10 +28,10 @@ func TestDeadWaitingWriterExpires(t *testing.T) {
 			// The dead writer's one attempt, made with the script itself: it
 			// queues with a 700ms entry lease and is never heard of again.
 			const entry = 700 * time.Millisecond
-			fk := compat.Fair(n)
-			err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "fair_lib", "fair_acquire")).Numkeys(9).
-				Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(n), fk.Channel, n, compat.OwnerMarker(n, "dead-client:1")).
-				Arg(args([]string{p.code, "w", "dead-client:1", "30000", "700"}, stamped(), []string{"publish", "1", "0"})...).Build()).Error()
+			fk := fwire.Fair(n)
+			err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.FairAcquire()).Numkeys(9).
+				Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fwire.Fence(n), fk.Channel, n, fwire.OwnerMarker(n, "dead-client:1")).
+				Arg(args([]string{fwire.PolicyRecord(p.code, fwire.Protocol), "w", "dead-client:1", "30000", "700"}, stamped(), []string{"publish", "1", "0"})...).Build()).Error()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,25 +57,25 @@ func TestFairWire(t *testing.T) {
 	e := newWireEnv(t)
 	const n = "fair:wire"
 	c := newClient(t, e.r, transports[0], fairrw.WithPolicy(fairrw.PhaseFair()))
-	fk := compat.Fair(n)
+	fk := fwire.Fair(n)
 	const base = "fairrw:9:{fair:wire}"
 	if fk.State != base || fk.Readers != base+":readers" || fk.Queue != base+":queue" || fk.Waiting != base+":waiting" ||
-		fk.Admitted != base+":admitted" || fk.Channel != base+":wake" || compat.Fence(n) != base+":fence" {
-		t.Fatalf("keys %+v, fence %s; want them under %s", fk, compat.Fence(n), base)
+		fk.Admitted != base+":admitted" || fk.Channel != base+":wake" || fwire.Fence(n) != base+":fence" {
+		t.Fatalf("keys %+v, fence %s; want them under %s", fk, fwire.Fence(n), base)
 	}
 	m := c.RWMutex(n)
 	w := mustLock(t, m, fairrw.Write)
 	token := strconv.FormatUint(w.Token(), 10)
 	state := e.w.hash(fk.State)
-	if state["policy"] != "phase-fair" || state["writer"] != w.Owner() || state["wcount"] != "1" || state["wtoken"] != token {
+	if state["policy"] != fwire.PolicyRecord("phase-fair", fwire.Protocol) || state["writer"] != w.Owner() || state["wcount"] != "1" || state["wtoken"] != token {
 		t.Fatalf("state %v, want policy phase-fair, writer %s, wcount 1, wtoken %s", state, w.Owner(), token)
 	}
 	e.w.wantMissing(n) // Redisson's hash: untouched
 	if e.w.pttl(fk.State) <= 0 {
 		t.Fatalf("state has no TTL")
 	}
-	if v, ok := e.w.get(compat.Fence(n)); ok && (v != token || e.w.pttl(compat.Fence(n)) <= 0 && e.w.pttl(compat.Fence(n)) != -2*time.Millisecond) {
-		t.Fatalf("fence = %q (PTTL %v), want %s with a TTL", v, e.w.pttl(compat.Fence(n)), token)
+	if v, ok := e.w.get(fwire.Fence(n)); ok && (v != token || e.w.pttl(fwire.Fence(n)) <= 0 && e.w.pttl(fwire.Fence(n)) != -2*time.Millisecond) {
+		t.Fatalf("fence = %q (PTTL %v), want %s with a TTL", v, e.w.pttl(fwire.Fence(n)), token)
 	}
 	mustUnlock(t, w)
 	e.w.wantMissing(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted)

@@ -12,8 +12,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redisinfo"
 	"github.com/fairrw/rwlock/internal/redistest"
@@ -104,10 +105,10 @@ func (f *clusterFault) handOver(t *testing.T, held *fairrw.Lease, waiting <-chan
 		if r.err != nil {
 			t.Fatalf("the waiter failed: %v", r.err)
 		}
-		if r.l.WokenBy() == "timer" {
+		if hidden.WokenBy(r.l) == "timer" {
 			t.Fatalf("the waiter was woken by its PTTL timer: the release did not reach it")
 		}
-		t.Logf("the waiter was woken by %s", r.l.WokenBy())
+		t.Logf("the waiter was woken by %s", hidden.WokenBy(r.l))
 		mustUnlock(t, r.l)
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiter was not granted within 15s of the release")
@@ -167,7 +168,7 @@ func (f *clusterFault) noStuckHolds(t *testing.T, extra ...string) {
 	t.Helper()
 	env := locktest.Env{Raw: f.c.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true }), Keys: f.c.Keys}
 	names := append(append([]string{f.victim}, f.loadNames...), extra...)
-	deadline := time.Now().Add(2*fairrw.DefaultUnlockTimeout + 2*time.Second)
+	deadline := time.Now().Add(2*hidden.UnlockTimeout + 2*time.Second)
 	for latches := true; latches; {
 		latches = false
 		for _, k := range f.c.Keys(t) {
@@ -286,7 +287,7 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			dead := f.c.PrimaryOf(t, f.slot)
 			onDead := make(map[*fairrw.Lease]bool)
 			for _, l := range leases {
-				onDead[l] = f.c.PrimaryOf(t, int(slot.Of(l.Name()))) == dead
+				onDead[l] = f.c.PrimaryOf(t, int(slot.Of(hidden.Name(l)))) == dead
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -310,7 +311,7 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			for _, l := range leases {
 				if !onDead[l] {
 					if err := l.Err(); err != nil {
-						t.Errorf("lease %s on a live shard was lost: %v", l.Name(), err)
+						t.Errorf("lease %s on a live shard was lost: %v", hidden.Name(l), err)
 					} else {
 						mustUnlock(t, l)
 					}
@@ -324,7 +325,7 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 				if r.err != nil {
 					t.Fatalf("the waiter behind the dead shard failed: %v", r.err)
 				}
-				t.Logf("the waiter was granted after the takeover, woken by %s", r.l.WokenBy())
+				t.Logf("the waiter was granted after the takeover, woken by %s", hidden.WokenBy(r.l))
 				mustUnlock(t, r.l)
 			case <-time.After(15 * time.Second):
 				t.Fatal("the waiter behind the dead shard was not granted within 15s")

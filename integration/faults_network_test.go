@@ -9,9 +9,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -150,7 +151,7 @@ func TestFaultReplyLost(t *testing.T) {
 				// may still arrive and must find it) until its TTL, the
 				// accept window: checked, then removed for the check below.
 				raw := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
-				dropRetriedLatches(t, raw, name, 2*fairrw.DefaultUnlockTimeout)
+				dropRetriedLatches(t, raw, name, 2*hidden.UnlockTimeout)
 				locktest.EventuallyNoKeys(t, newEnv(t, r, transports[0], p), name)
 			})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -74,10 +75,10 @@ func awaitLost(t *testing.T, l *fairrw.Lease, within time.Duration) {
 	select {
 	case <-l.Done():
 	case <-time.After(within):
-		t.Fatalf("lease %q not reported lost within %v", l.Name(), within)
+		t.Fatalf("lease %q not reported lost within %v", hidden.Name(l), within)
 	}
 	if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
-		t.Fatalf("lease %q ended with %v, want ErrLeaseLost", l.Name(), l.Err())
+		t.Fatalf("lease %q ended with %v, want ErrLeaseLost", hidden.Name(l), l.Err())
 	}
 }
 

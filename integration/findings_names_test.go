@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -67,7 +68,7 @@ func TestFinding5DowngradeWakesReader(t *testing.T) {
 	select {
 	case g := <-reader:
 		l := fMust(t, "the waiting reader after the downgrade", g.l, g.err)
-		if l.WokenBy() == "timer" {
+		if hidden.WokenBy(l) == "timer" {
 			t.Fatalf("%s: the waiting reader was granted %v after the downgrade by its timer, not by a wake-up", finding5, time.Since(released).Round(time.Millisecond))
 		}
 		fUnlock(t, finding5, l)
@@ -201,15 +202,15 @@ func TestFinding9UpgradeError(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatalf("%s: an upgrade waited (for itself) until its context ended: %v", finding9, err)
 			}
-			if !errors.Is(err, fairrw.ErrNotAcquired) || !errors.Is(err, fairrw.ErrUpgrade) {
+			if !errors.Is(err, fairrw.ErrNotAcquired) || !errors.Is(err, hidden.ErrUpgrade) {
 				t.Fatalf("%s: an upgrade returned %q (ErrNotAcquired: %v, ErrUpgrade: %v): want its own error, wrapping ErrUpgrade and ErrNotAcquired, that contention never returns",
-					finding9, err, errors.Is(err, fairrw.ErrNotAcquired), errors.Is(err, fairrw.ErrUpgrade))
+					finding9, err, errors.Is(err, fairrw.ErrNotAcquired), errors.Is(err, hidden.ErrUpgrade))
 			}
 			fUnlock(t, finding9, rd)
 
 			_, w := fFirst(t, tg, c, name, fairrw.Write)
 			_, err = tg.owner(c, name).acquire(testCtx(t), fairrw.Write, false)
-			if !errors.Is(err, fairrw.ErrNotAcquired) || errors.Is(err, fairrw.ErrUpgrade) {
+			if !errors.Is(err, fairrw.ErrNotAcquired) || errors.Is(err, hidden.ErrUpgrade) {
 				t.Fatalf("%s: contention (another owner holds the write) returned %v, want ErrNotAcquired and not ErrUpgrade", finding9, err)
 			}
 			fUnlock(t, finding9, w)

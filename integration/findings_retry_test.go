@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/faults"
 	"github.com/fairrw/rwlock/internal/redistest"
 )

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -144,14 +145,14 @@ func fFirst(t *testing.T, tg fTarget, c *fairrw.Client, name string, mode fairrw
 func fFurther(t *testing.T, o fOwner, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
 	t.Helper()
 	got, err := o.further(testCtx(t), l, mode, opts...)
-	return fMust(t, fmt.Sprintf("further %s from the owner's %s Lease of %q", mode, l.Mode(), l.Name()), got, err)
+	return fMust(t, fmt.Sprintf("further %s from the owner's %s Lease of %q", mode, hidden.Mode(l), hidden.Name(l)), got, err)
 }
 
 // fUnlock unlocks l and fails t (naming the finding) unless Unlock returns nil.
 func fUnlock(t *testing.T, finding string, l *fairrw.Lease) {
 	t.Helper()
 	if err := l.Unlock(testCtx(t)); err != nil {
-		t.Fatalf("%s: Unlock of a live %s Lease of %q: %v", finding, l.Mode(), l.Name(), err)
+		t.Fatalf("%s: Unlock of a live %s Lease of %q: %v", finding, hidden.Mode(l), hidden.Name(l), err)
 	}
 }
 
@@ -161,7 +162,7 @@ func fAwaitDone(t *testing.T, l *fairrw.Lease, within time.Duration) {
 	select {
 	case <-l.Done():
 	case <-time.After(within):
-		t.Fatalf("the %s Lease of %q did not end within %v", l.Mode(), l.Name(), within)
+		t.Fatalf("the %s Lease of %q did not end within %v", hidden.Mode(l), hidden.Name(l), within)
 	}
 }
 
@@ -172,13 +173,13 @@ func fAwaitDone(t *testing.T, l *fairrw.Lease, within time.Duration) {
 func fExcludedWhileLive(t *testing.T, finding string, tg fTarget, c *fairrw.Client, raw rueidis.Client, live *fairrw.Lease, modes ...fairrw.Mode) {
 	t.Helper()
 	const margin = 150 * time.Millisecond
-	name := live.Name()
+	name := hidden.Name(live)
 	began := time.Now()
 	for i := 0; time.Until(live.Deadline()) > margin; i++ {
 		select {
 		case <-live.Done():
 			t.Fatalf("%s: the owner's live %s Lease of %q ended %v before its Deadline: %v",
-				finding, live.Mode(), name, time.Until(live.Deadline()).Round(time.Millisecond), live.Err())
+				finding, hidden.Mode(live), name, time.Until(live.Deadline()).Round(time.Millisecond), live.Err())
 		default:
 		}
 		mode := modes[i%len(modes)]
@@ -189,7 +190,7 @@ func fExcludedWhileLive(t *testing.T, finding string, tg fTarget, c *fairrw.Clie
 			_ = l.Unlock(testCtx(t))
 			if left > 0 {
 				t.Fatalf("%s: another owner got the %s of %q %v into the check, while a live %s Lease of the first owner holds it %v more (until its Deadline); keys just before: %s",
-					finding, mode, name, time.Since(began).Round(time.Millisecond), live.Mode(), left.Round(time.Millisecond), keys)
+					finding, mode, name, time.Since(began).Round(time.Millisecond), hidden.Mode(live), left.Round(time.Millisecond), keys)
 			}
 			return
 		}

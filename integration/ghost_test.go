@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestGhostHoldIsNotReentered: an Unlock whose write Redis lost (a failover
@@ -104,7 +104,7 @@ func dumpLock(t *testing.T, raw rueidis.Client, n string) []savedKey {
 	}
 	var saved []savedKey
 	for _, k := range keys {
-		if !strings.Contains(k, n) || k == compat.Fence(n) {
+		if !strings.Contains(k, n) || k == fwire.Fence(n) {
 			continue
 		}
 		dump, err := raw.Do(testCtx(t), raw.B().Dump().Key(k).Build()).ToString()

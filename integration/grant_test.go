@@ -13,11 +13,12 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/holder"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/redistest"
-	"github.com/fairrw/rwlock/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // fairPolicies are the policies that grant on release.
@@ -41,14 +42,14 @@ func forFairPolicies(t *testing.T, r *redistest.Redis, prefix string, body func(
 // outcome's channel once the waiter is queued (the lock's queue grew).
 func queueWriter(t *testing.T, ctx context.Context, raw rueidis.Client, m *fairrw.RWMutex, opts ...fairrw.AcquireOption) <-chan acquired {
 	t.Helper()
-	before := queueLen(t, raw, m.Name())
+	before := queueLen(t, raw, hidden.Name(m))
 	out := make(chan acquired, 1)
 	go func() {
 		l, err := m.Lock(ctx, opts...)
 		out <- acquired{l, err}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for queueLen(t, raw, m.Name()) <= before {
+	for queueLen(t, raw, hidden.Name(m)) <= before {
 		if time.Now().After(deadline) {
 			t.Fatal("the writer never queued")
 		}
@@ -72,7 +73,7 @@ func queueLen(t *testing.T, raw rueidis.Client, name string) int64 {
 
 // queueLenOf is how many writers wait in the queue of name.
 func queueLenOf(raw rueidis.Client, name string) (int64, error) {
-	return raw.Do(context.Background(), raw.B().Zcard().Key(compat.Fair(name).Queue).Build()).AsInt64()
+	return raw.Do(context.Background(), raw.B().Zcard().Key(fwire.Fair(name).Queue).Build()).AsInt64()
 }
 
 // lockKeysLeft lists the keys of name still in Redis, but for the fencing
@@ -85,11 +86,11 @@ func lockKeysLeft(t *testing.T, raw rueidis.Client, name string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := strings.TrimSuffix(compat.OwnerMarker(name, "x"), "x")
+	marker := strings.TrimSuffix(fwire.OwnerMarker(name, "x"), "x")
 	var out []string
 	for _, k := range keys {
 		switch {
-		case !strings.Contains(k, "{"+name+"}") || k == compat.Fence(name):
+		case !strings.Contains(k, "{"+name+"}") || k == fwire.Fence(name):
 		case strings.HasPrefix(k, marker):
 			if ttl, err := raw.Do(ctx, raw.B().Pttl().Key(k).Build()).AsInt64(); err == nil && ttl == -1 {
 				t.Fatalf("give-up marker %s has no expiry", k)
@@ -119,7 +120,8 @@ func eventuallyNoLockKeys(t *testing.T, raw rueidis.Client, name string) {
 // TestGrantOnRelease: the release grants the queued writer the lock. A
 // waiter in another Client learns it from the release's message, one in
 // the releasing Client from the Unlock's reply; neither makes another
-// attempt, and each gets a greater token than the holder's.
+// attempt, and each gets a greater token than the holder's. Cohorts off:
+// with them a local waiter waits in the Client (cohort_test.go).
 func TestGrantOnRelease(t *testing.T) {
 	r := redistest.Start(t)
 	raw := fRaw(t, r)
@@ -127,7 +129,7 @@ func TestGrantOnRelease(t *testing.T) {
 		for _, local := range []bool{false, true} {
 			t.Run(p.String()+"/local="+strconv.FormatBool(local), func(t *testing.T) {
 				name := "grant:" + p.String() + ":" + strconv.FormatBool(local)
-				holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
+				holderC := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithCohorts(false))
 				waiterC := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 				if local {
 					waiterC = holderC
@@ -143,7 +145,7 @@ func TestGrantOnRelease(t *testing.T) {
 				// In the releasing Client, the Unlock's reply and the
 				// message race (over RESP3 the message comes first, on the
 				// same connection): either hands over the grant.
-				if by := got.l.WokenBy(); by != "grant" && !(local && by == "reply") {
+				if by := hidden.WokenBy(got.l); by != "grant" && !(local && by == "reply") {
 					t.Errorf("woken by %q, want the grant (its message or, locally, the reply)", by)
 				}
 				if got.l.Token() <= h.Token() {
@@ -182,7 +184,8 @@ func TestGrantOnRelease(t *testing.T) {
 // next writer out no longer than the gone writer's queue entry would have.
 func TestGrantToGoneWaiter(t *testing.T) {
 	forFairPolicies(t, redistest.Start(t), "grant:gone", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
-		c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(3*time.Second))
+		// Cohorts off: the second writer of c queues in Redis.
+		c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(3*time.Second), fairrw.WithCohorts(false))
 		h := mustLock(t, c.RWMutex(name), fairrw.Write)
 		const entry = 1500 * time.Millisecond
 		queued := time.Now()
@@ -208,13 +211,13 @@ func TestGrantToGoneWaiter(t *testing.T) {
 // acquire script itself, with an entry that lives entry.
 func ghostQueue(t *testing.T, raw rueidis.Client, p fairrw.Policy, name, owner string, entry time.Duration) {
 	t.Helper()
-	fk := compat.Fair(name)
-	src := lua.Compose("common", "fair_lib", "fair_acquire")
+	fk := fwire.Fair(name)
+	src := lua.FairAcquire()
 	ms := strconv.FormatInt(entry.Milliseconds(), 10)
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	res, err := raw.Do(context.Background(), raw.B().Eval().Script(src).Numkeys(9).
-		Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, compat.Fence(name), fk.Channel, name, compat.OwnerMarker(name, owner)).
-		Arg(p.String(), "w", owner, ms, ms, now, "10000", "publish", "1", "0").Build()).ToArray()
+		Key(fk.State, fk.Readers, fk.Queue, fk.Waiting, fk.Admitted, fwire.Fence(name), fk.Channel, name, fwire.OwnerMarker(name, owner)).
+		Arg(fwire.PolicyRecord(p.String(), fwire.Protocol), "w", owner, ms, ms, now, "10000", "publish", "1", "0").Build()).ToArray()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +252,7 @@ func TestGrantLostMessage(t *testing.T) {
 			if got.err != nil {
 				t.Fatal(got.err)
 			}
-			t.Logf("granted %v after the release, woken by %s", time.Since(unlocked).Round(time.Millisecond), got.l.WokenBy())
+			t.Logf("granted %v after the release, woken by %s", time.Since(unlocked).Round(time.Millisecond), hidden.WokenBy(got.l))
 			mustUnlock(t, got.l)
 		case <-time.After(10 * time.Second):
 			t.Fatal("the waiter whose grant message was lost still waits")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -32,7 +33,7 @@ func TestGuardEndedLease(t *testing.T) {
 			miss++
 		}
 		<-g.Done()
-		if !errors.Is(context.Cause(g), fairrw.ErrUnlocked) {
+		if !errors.Is(context.Cause(g), hidden.ErrUnlocked) {
 			t.Fatalf("cause %v, want ErrUnlocked", context.Cause(g))
 		}
 		cancel()
@@ -68,11 +69,11 @@ func TestGuardBasics(t *testing.T) {
 	}
 	mustUnlock(t, l)
 	<-g2.Done()
-	if !errors.Is(context.Cause(g2), fairrw.ErrUnlocked) {
+	if !errors.Is(context.Cause(g2), hidden.ErrUnlocked) {
 		t.Fatalf("cause %v", context.Cause(g2))
 	}
 	cancel2()
-	if !errors.Is(context.Cause(g2), fairrw.ErrUnlocked) {
+	if !errors.Is(context.Cause(g2), hidden.ErrUnlocked) {
 		t.Fatalf("cancel after the end changed the cause: %v", context.Cause(g2))
 	}
 	r.Stop(t)

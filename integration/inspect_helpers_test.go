@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 const inspectLease = 30 * time.Second // the default watchdog lease
@@ -37,7 +38,7 @@ func inspect(t testing.TB, c *fairrw.Client, name string) *fairrw.LockInfo {
 func holders(t testing.TB, info *fairrw.LockInfo, most time.Duration) []string {
 	t.Helper()
 	var out []string
-	most += fairrw.LeaseMargin
+	most += hidden.LeaseMargin
 	for _, h := range info.Holders {
 		if h.Remaining <= 0 || h.Remaining > most {
 			t.Errorf("%s: holder %s %s has %v left, want (0, %v]", info.Name, h.Mode, h.Owner, h.Remaining, most)
@@ -53,7 +54,7 @@ func waiters(t testing.TB, ws []fairrw.WaiterInfo) []string {
 	t.Helper()
 	var out []string
 	for _, w := range ws {
-		if w.Remaining <= 0 || w.Remaining > inspectLease+fairrw.LeaseMargin {
+		if w.Remaining <= 0 || w.Remaining > inspectLease+hidden.LeaseMargin {
 			t.Errorf("waiter %s has %v left, want (0, %v]", w.Owner, w.Remaining, inspectLease)
 		}
 		client := w.Owner[:strings.LastIndex(w.Owner, ":")]

@@ -12,9 +12,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // The TestInspect* tests check Client.Inspect against a real redis-server:
@@ -34,7 +36,7 @@ func TestInspect(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			ctx := testCtx(t)
 			name := "inspect:walk:" + p.String()
-			fk := compat.Fair(name)
+			fk := fwire.Fair(name)
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			fair := p.String() != "redisson"
 
@@ -60,7 +62,7 @@ func TestInspect(t *testing.T) {
 			wr := mustLease(t)(w.RLock(ctx))
 			most := inspectLease
 			if !fair {
-				most = 2*inspectLease + fairrw.LeaseMargin // Redisson's reentrant write adds its lease (and margin) to the hash's
+				most = 2*inspectLease + hidden.LeaseMargin // Redisson's reentrant write adds its lease (and margin) to the hash's
 			}
 			wantList(t, "holders after a reentrant write and a downgrade", holders(t, inspect(t, c, name), most),
 				[]string{"write " + w.Owner() + " x2", "read " + w.Owner() + " " + readHolds(p, 1)})
@@ -87,11 +89,11 @@ func TestInspect(t *testing.T) {
 				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), nil)
 				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), nil)
 			case "writer-preferring":
-				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{cw1.ID(), cw2.ID()})
+				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{hidden.ClientID(cw1), hidden.ClientID(cw2)})
 				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), nil)
 			case "phase-fair":
-				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{cw1.ID(), cw2.ID()})
-				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), []string{cr.ID()})
+				wantList(t, "waiting writers", waiters(t, info.WaitingWriters), []string{hidden.ClientID(cw1), hidden.ClientID(cw2)})
+				wantList(t, "waiting readers", waiters(t, info.WaitingReaders), []string{hidden.ClientID(cr)})
 			}
 			for _, q := range info.WaitingWriters {
 				if q.Lease != inspectLease || q.Admitted {
@@ -119,7 +121,7 @@ func TestInspect(t *testing.T) {
 			slices.Sort(want)
 			wantList(t, "readers", holders(t, info, inspectLease), want)
 			for _, h := range info.Holders {
-				if h.Owner == r2.Owner() && h.Remaining > 10*time.Second+fairrw.LeaseMargin {
+				if h.Owner == r2.Owner() && h.Remaining > 10*time.Second+hidden.LeaseMargin {
 					t.Fatalf("the 10 s read shows %v left", h.Remaining)
 				}
 			}
@@ -136,8 +138,8 @@ func TestInspect(t *testing.T) {
 	}
 }
 
-// TestInspectMutex: a Mutex's holds (reentrant), from the Mutex, from an
-// RWMutex handle and from a Client of every policy.
+// TestInspectMutex: a Mutex's holds (reentrant), as a Client of every
+// policy reads them.
 func TestInspectMutex(t *testing.T) {
 	r := redistest.Start(t)
 	ctx := testCtx(t)
@@ -146,18 +148,18 @@ func TestInspectMutex(t *testing.T) {
 	m := c.Mutex(name)
 	l := mustLease(t)(m.Lock(ctx))
 	l2 := mustLease(t)(l.Lock(ctx))
-	info, err := m.Inspect(ctx)
+	info, err := c.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Policy != fairrw.PolicyMutex || info.Token != l.Token() || info.Token == 0 {
-		t.Fatalf("Policy %q Token %d, want %q and the lease's %d", info.Policy, info.Token, fairrw.PolicyMutex, l.Token())
+	if info.Policy != hidden.PolicyMutex || info.Token != l.Token() || info.Token == 0 {
+		t.Fatalf("Policy %q Token %d, want %q and the lease's %d", info.Policy, info.Token, hidden.PolicyMutex, l.Token())
 	}
 	wantList(t, "holders", holders(t, info, inspectLease), []string{"write " + l.Owner() + " x2"})
 	for _, p := range policies {
 		other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
-		info, err := other.RWMutex(name).Inspect(ctx)
-		if err != nil || info.Policy != fairrw.PolicyMutex || len(info.Holders) != 1 {
+		info, err := other.Inspect(ctx, name)
+		if err != nil || info.Policy != hidden.PolicyMutex || len(info.Holders) != 1 {
 			t.Fatalf("%s client: %+v, %v", p, info, err)
 		}
 	}
@@ -190,7 +192,7 @@ func TestInspectOtherPolicy(t *testing.T) {
 
 	w.javaHolds("java:lock", 20*time.Second, "java-uuid:8", "3")
 	info = inspect(t, wp, "java:lock")
-	if info.Policy != fairrw.PolicyMutex {
+	if info.Policy != hidden.PolicyMutex {
 		t.Fatalf("Java RLock: Policy %q", info.Policy)
 	}
 	wantList(t, "Java RLock", holders(t, info, 20*time.Second), []string{"write java-uuid:8 x3"})
@@ -244,7 +246,7 @@ func TestInspectExpired(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			ctx := testCtx(t)
 			name := "inspect:expired:" + p.String()
-			fk := compat.Fair(name)
+			fk := fwire.Fair(name)
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			short := mustLease(t)(c.RWMutex(name).RLock(ctx, fairrw.WithLease(200*time.Millisecond)))
 			long := mustLease(t)(c.RWMutex(name).RLock(ctx))
@@ -254,14 +256,14 @@ func TestInspectExpired(t *testing.T) {
 			}
 			info := inspect(t, c, name)
 			wantList(t, "live readers", holders(t, info, inspectLease), []string{"read " + long.Owner() + " x0"})
-			if info.Policy != fairrw.PolicyFair {
-				t.Fatalf("Policy = %q once the state expired (the first reader's lease), want %q", info.Policy, fairrw.PolicyFair)
+			if info.Policy != hidden.PolicyFair {
+				t.Fatalf("Policy = %q once the state expired (the first reader's lease), want %q", info.Policy, hidden.PolicyFair)
 			}
 
 			// A queue entry whose deadline passed, and one without its entry field.
 			past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
 			for _, cmd := range []rueidis.Completed{
-				raw.B().Hset().Key(fk.State).FieldValue().FieldValue("policy", p.String()).FieldValue("q:dead:1", past+":30000").Build(),
+				raw.B().Hset().Key(fk.State).FieldValue().FieldValue("policy", fwire.PolicyRecord(p.String(), fwire.Protocol)).FieldValue("q:dead:1", past+":30000").Build(),
 				raw.B().Zadd().Key(fk.Queue).ScoreMember().ScoreMember(1, "dead:1").ScoreMember(2, "nofield:1").Build(),
 			} {
 				if err := raw.Do(ctx, cmd).Error(); err != nil {
@@ -319,16 +321,10 @@ func TestInspectNames(t *testing.T) {
 	closed := e.client(t, fairrw.PhaseFair())
 	_ = closed.Close()
 	before, stats := e.snapshot(t), e.stats(t)
-	for _, name := range []string{"", strings.Repeat("n", fairrw.MaxNameLength+1), "a{b", "x}y", "{}", "lock:{",
-		compat.Fair("look").State, compat.Fence("look"), compat.OwnerMarker("look", "x")} {
+	for _, name := range []string{"", strings.Repeat("n", hidden.MaxNameLength+1), "a{b", "x}y", "{}", "lock:{",
+		fwire.Fair("look").State, fwire.Fence("look"), fwire.OwnerMarker("look", "x")} {
 		if _, err := wp.Inspect(ctx, name); !errors.Is(err, fairrw.ErrInvalidName) {
 			t.Fatalf("Inspect(%.40q): %v, want ErrInvalidName", name, err)
-		}
-		if _, err := wp.RWMutex(name).Inspect(ctx); !errors.Is(err, fairrw.ErrInvalidName) {
-			t.Fatalf("RWMutex(%.40q).Inspect: %v, want ErrInvalidName", name, err)
-		}
-		if _, err := wp.Mutex(name).Inspect(ctx); !errors.Is(err, fairrw.ErrInvalidName) {
-			t.Fatalf("Mutex(%.40q).Inspect: %v, want ErrInvalidName", name, err)
 		}
 	}
 	if _, err := closed.Inspect(ctx, "look"); !errors.Is(err, fairrw.ErrClosed) {
@@ -417,8 +413,8 @@ func TestInspectCluster(t *testing.T) {
 	c := newClusterClient(t, cl, transports[0])
 	for _, name := range clusterNames(3) {
 		l := mustLease(t)(c.Mutex(name + ":mutex").Lock(ctx))
-		info, err := c.Mutex(name + ":mutex").Inspect(ctx)
-		if err != nil || info.Policy != fairrw.PolicyMutex || len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() {
+		info, err := c.Inspect(ctx, name+":mutex")
+		if err != nil || info.Policy != hidden.PolicyMutex || len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() {
 			t.Fatalf("%s mutex: %+v, %v", name, info, err)
 		}
 		_ = l.Unlock(ctx)

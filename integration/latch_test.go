@@ -7,9 +7,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestUnlockLatchMakesRetriesIdempotent: an unlock retried with the same
@@ -73,7 +74,7 @@ func TestRetriedAcquireCountsOnce(t *testing.T) {
 	acquire := func(owner string, stamp []string, further int) []int64 {
 		t.Helper()
 		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_write_acquire")).Numkeys(5).
-			Key(n, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
+			Key(n, fwire.OwnerMarker(n, owner), fwire.Fair(n).State, fwire.Fence(n), fwire.Fair(n).Readers).
 			Arg(args([]string{"30000", compat.WriteField(owner)}, stamp, []string{strconv.Itoa(further)})...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatalf("acquire: %v", err)
@@ -115,12 +116,12 @@ func TestRetriedAcquireCountsOnce(t *testing.T) {
 	// An owner given up (its Lock cancelled) is marked: a copy of its
 	// attempt that arrives afterwards, within its window, takes nothing.
 	giveUp := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_unlock")).Numkeys(6).
-		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, other), compat.KeyPrefix(n), compat.UnlockLatch(n, "44444444444444444444444444444444"), compat.OwnerMarker(n, other)).
+		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, other), compat.KeyPrefix(n), compat.UnlockLatch(n, "44444444444444444444444444444444"), fwire.OwnerMarker(n, other)).
 		Arg(args([]string{"w", compat.ReadField(other), compat.WriteField(other), "publish", "5000", "1", "30000"}, stamped(), []string{"0", "0"})...).Build())
 	if err := giveUp.Error(); !rueidis.IsRedisNil(err) {
 		t.Fatalf("give-up of an owner that holds nothing: %v, want nil", err)
 	}
-	if ttl := e.w.pttl(compat.OwnerMarker(n, other)); ttl <= 0 || ttl > 30*time.Second {
+	if ttl := e.w.pttl(fwire.OwnerMarker(n, other)); ttl <= 0 || ttl > 30*time.Second {
 		t.Fatalf("marker PTTL %v, want within (0, 30s]", ttl)
 	}
 	if got := acquire(other, stamped(), 0); got[0] != -1 {
@@ -146,7 +147,7 @@ func TestFurtherReadDropsUncountedLeaseKeys(t *testing.T) {
 	acquire := func(further int) []int64 {
 		t.Helper()
 		reply, err := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(6).
-			Key(n, prefix, compat.OwnerMarker(n, owner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
+			Key(n, prefix, fwire.OwnerMarker(n, owner), fwire.Fair(n).State, fwire.Fence(n), fwire.Fair(n).Readers).
 			Arg(args([]string{"30000", owner, compat.WriteField(owner)}, stamped(), []string{strconv.Itoa(further)})...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatalf("read acquire (further %d): %v", further, err)

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/redistest"
-	"github.com/fairrw/rwlock/lua"
 )
 
 // Copies of a command delayed in the network (found by an adversarial pass
@@ -34,7 +34,7 @@ func scriptSHA(parts ...string) string {
 }
 
 func lateCases() []lateCase {
-	fairAcq, fairUnl := scriptSHA("common", "fair_lib", "fair_acquire"), scriptSHA("common", "fair_lib", "fair_unlock")
+	fairAcq, fairUnl := scriptSHA("fair_acquire_fast", "common", "fair_lib", "fair_acquire"), scriptSHA("common", "fair_lib", "fair_unlock")
 	return []lateCase{
 		{"redisson", fairrw.Redisson(), false, scriptSHA("common", "redisson_lib", "redisson_write_acquire"), scriptSHA("common", "redisson_lib", "redisson_unlock")},
 		{"writer-preferring", fairrw.WriterPreferring(), false, fairAcq, fairUnl},

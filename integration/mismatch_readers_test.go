@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
+	"github.com/redis/rueidis"
+
 	"github.com/fairrw/rwlock/fairrw"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // TestPolicyMismatchReadersOutliveState: under the fair policies the state
@@ -34,21 +36,8 @@ func TestPolicyMismatchReadersOutliveState(t *testing.T) {
 			<-short.Done()
 			// Wait until the state hash has expired while the long read
 			// still holds: the case under test.
-			fk := compat.Fair(name)
-			deadline := time.Now().Add(3 * time.Second)
-			for {
-				n, err := e.raw.Do(testCtx(t), e.raw.B().Exists().Key(fk.State).Build()).AsInt64()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the state hash %s outlived the short read by 3s; this test needs it gone", fk.State)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitStateGone(t, e.raw, name, 3*time.Second)
+			fk := fwire.Fair(name)
 			if n, err := e.raw.Do(testCtx(t), e.raw.B().Exists().Key(fk.Readers).Build()).AsInt64(); err != nil || n != 1 {
 				t.Fatalf("the readers key %s: exists %d, %v; want the long read there", fk.Readers, n, err)
 			}
@@ -76,5 +65,30 @@ func TestPolicyMismatchReadersOutliveState(t *testing.T) {
 				t.Fatalf("the fair reader's Unlock: %v", err)
 			}
 		})
+	}
+}
+
+// waitStateGone waits, up to within, until the fair state hash of name has
+// expired while a read it recorded holds on: the case the callers test.
+func waitStateGone(t *testing.T, raw rueidis.Client, name string, within time.Duration) {
+	t.Helper()
+	waitKeysGone(t, raw, within, fwire.Fair(name).State)
+}
+
+// waitKeysGone waits, up to within, until none of keys exists.
+func waitKeysGone(t *testing.T, raw rueidis.Client, within time.Duration, keys ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; {
+		n, err := raw.Do(testCtx(t), raw.B().Exists().Key(keys...).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %v still there after %v", n, keys, within)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // TestQuorumHandoff: a quorum Lock or RLock waiting behind another
@@ -35,7 +36,7 @@ func TestQuorumHandoff(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got := make(chan *fairrw.QuorumLease, 1)
+					got := make(chan *fairrw.Lease, 1)
 					go func() {
 						l, _, err := quorumLock(ctx, b.RWMutex(name), tc.waiter)
 						if err != nil {
@@ -56,7 +57,7 @@ func TestQuorumHandoff(t *testing.T) {
 					if err := l.Unlock(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					if w := l.WokenBy(); w != "pubsub" && w != "invalidation" {
+					if w := hidden.WokenBy(l); w != "pubsub" && w != "invalidation" {
 						t.Errorf("%s waiter granted %v after the %s's Unlock call, woken by %q: no release woke it",
 							tc.waiter, handoff.Round(time.Millisecond), tc.held, w)
 					} else {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // TestQuorumHistoryWithNodeKilled: two processes' worth of quorums (each
@@ -86,7 +87,7 @@ func (ql quorumLoad) run(t *testing.T, d time.Duration, fault func()) {
 	t.Helper()
 	r := &quorumRun{
 		ctx:      testCtx(t),
-		majority: ql.quorums[0].Majority(),
+		majority: hidden.Majority(ql.quorums[0]),
 		rec:      history.NewRecorder(),
 		stores:   make([]history.Store, len(ql.names)),
 		accepted: make([]atomic.Int64, len(ql.names)),
@@ -134,7 +135,7 @@ func (ql quorumLoad) run(t *testing.T, d time.Duration, fault func()) {
 // token, and unlocks.
 func (r *quorumRun) cycle(m *fairrw.QuorumRWMutex, owner string, k int, mode fairrw.Mode) {
 	after := r.phase()
-	op := history.Op{Owner: owner, Lock: m.Name(), Mode: mode, Call: time.Now()}
+	op := history.Op{Owner: owner, Lock: hidden.Name(m), Mode: mode, Call: time.Now()}
 	l, _, err := quorumLock(r.ctx, m, mode)
 	op.Return = time.Now()
 	r.rec.Acquired(op, l, err)
@@ -142,7 +143,7 @@ func (r *quorumRun) cycle(m *fairrw.QuorumRWMutex, owner string, k int, mode fai
 		r.errs.add(fmt.Sprintf("%s: %v", mode, err))
 		return
 	}
-	held := l.Nodes()
+	held := hidden.LeaseNodes(l)
 	storeMax(&r.maxAcquire[after], op.Return.Sub(op.Call))
 	r.grants.Add(1)
 	if after == 1 {

@@ -6,9 +6,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // javaOwner writes and releases holds the way a Java Redisson client does,
@@ -43,7 +45,7 @@ func TestJavaWriterWakesGoReaders(t *testing.T) {
 					if l == nil {
 						t.FailNow()
 					}
-					if l.WokenBy() == "timer" {
+					if hidden.WokenBy(l) == "timer" {
 						t.Errorf("reader woken by the PTTL timer, not by the release")
 					}
 					defer mustUnlock(t, l)
@@ -65,7 +67,7 @@ func TestGoHoldsSeenByJavaScripts(t *testing.T) {
 	w := mustLock(t, m, fairrw.Write)
 	javaRead := func() (int64, bool) {
 		res := e.raw.Do(testCtx(t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_read_acquire")).Numkeys(6).
-			Key(n, compat.LeaseKeyPrefix(n, javaOwner), compat.OwnerMarker(n, javaOwner), compat.Fair(n).State, compat.Fence(n), compat.Fair(n).Readers).
+			Key(n, compat.LeaseKeyPrefix(n, javaOwner), fwire.OwnerMarker(n, javaOwner), fwire.Fair(n).State, fwire.Fence(n), fwire.Fair(n).Readers).
 			Arg(args([]string{"30000", javaOwner, compat.WriteField(javaOwner)}, stamped(), []string{"0"})...).Build())
 		reply, err := res.AsIntSlice()
 		if err != nil || len(reply) != 2 {

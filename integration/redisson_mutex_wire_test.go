@@ -9,9 +9,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // These tests check fairrw.Mutex as a Java client sees Redisson's RLock:
@@ -48,7 +50,7 @@ func mustLockMutex(t *testing.T, m *fairrw.Mutex, opts ...fairrw.AcquireOption) 
 	t.Helper()
 	l, err := m.Lock(testCtx(t), opts...)
 	if err != nil {
-		t.Fatalf("Mutex.Lock %s: %v", m.Name(), err)
+		t.Fatalf("Mutex.Lock %s: %v", hidden.Name(m), err)
 	}
 	return l
 }
@@ -65,23 +67,23 @@ func TestRedissonMutexWire(t *testing.T) {
 
 	first := mustLockMutex(t, m)
 	owner := first.Owner()
-	id, ok := strings.CutPrefix(owner, c.ID()+":")
+	id, ok := strings.CutPrefix(owner, hidden.ClientID(c)+":")
 	if _, err := strconv.ParseUint(id, 10, 64); !ok || err != nil {
-		t.Fatalf("lease owner %s, want <client id>:<owner id> with client id %s", owner, c.ID())
+		t.Fatalf("lease owner %s, want <client id>:<owner id> with client id %s", owner, hidden.ClientID(c))
 	}
 	e.w.wantHash(n, map[string]string{owner: "1"})
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 
 	// Java's reentrant lock sets the lease again: it does not add to it.
 	second := mustFurther(t, first, fairrw.Write)
 	e.w.wantHash(n, map[string]string{owner: "2"})
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 
 	// The remaining hold keeps the hash for what it has left, about the
 	// lease here (Java sets the lease again).
 	mustUnlock(t, second)
 	e.w.wantHash(n, map[string]string{owner: "1"})
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 	ch.none()
 
 	mustUnlock(t, first)
@@ -103,8 +105,8 @@ func TestRedissonMutexWireKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fence := "fairrw:" + strconv.Itoa(len(tc.name)) + ":" + tc.tag + ":fence"
-			if got := compat.Fence(tc.name); got != fence {
-				t.Fatalf("compat.Fence(%q) = %q, want %q", tc.name, got, fence)
+			if got := fwire.Fence(tc.name); got != fence {
+				t.Fatalf("fwire.Fence(%q) = %q, want %q", tc.name, got, fence)
 			}
 			ch := listen(t, e.raw, "redisson_lock__channel:"+tc.tag)
 			m := c.Mutex(tc.name)
@@ -260,7 +262,7 @@ func TestJavaMutexHolderBlocksGo(t *testing.T) {
 				if l == nil {
 					t.FailNow()
 				}
-				if l.WokenBy() == "timer" {
+				if hidden.WokenBy(l) == "timer" {
 					t.Errorf("Go waiter woken by the PTTL timer, not by the Java unlock")
 				}
 				e.w.wantHash(n, map[string]string{l.Owner(): "1"})
@@ -330,7 +332,7 @@ func TestGoMutexHolderSeenByJava(t *testing.T) {
 func mutexUnlock(e wireEnv, n, owner, request string, left int, cover time.Duration) rueidis.RedisResult {
 	e.w.t.Helper()
 	return e.raw.Do(testCtx(e.w.t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_lock_unlock")).Numkeys(4).
-		Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), compat.OwnerMarker(n, owner)).
+		Key(n, compat.MutexChannel(n), compat.UnlockLatch(n, request), fwire.OwnerMarker(n, owner)).
 		Arg(args([]string{compat.MutexUnlockMessage, owner, "publish", "5000", "0", "5000"}, stamped(),
 			[]string{strconv.Itoa(left), strconv.FormatInt(cover.Milliseconds(), 10)})...).Build())
 }

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // TestRedissonRenewal: the watchdog extends the hash and every read lease
@@ -81,16 +82,16 @@ func TestRenewalOfManyLeases(t *testing.T) {
 			for _, l := range leases {
 				select {
 				case <-l.Done():
-					t.Fatalf("%s lost: %v", l.Name(), l.Err())
+					t.Fatalf("%s lost: %v", hidden.Name(l), l.Err())
 				default:
 				}
 				if d := time.Until(l.Deadline()); d < lease/3 {
-					t.Fatalf("%s: deadline only %v ahead after 3 lease times", l.Name(), d)
+					t.Fatalf("%s: deadline only %v ahead after 3 lease times", hidden.Name(l), d)
 				}
 			}
 			if p.String() == "redisson" {
 				for _, l := range leases[:10] {
-					e.w.wantPTTL(l.Name(), lease, lease/2+200*time.Millisecond)
+					e.w.wantPTTL(hidden.Name(l), lease, lease/2+200*time.Millisecond)
 				}
 			}
 			for _, l := range leases {

@@ -7,8 +7,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -39,7 +40,7 @@ func mustLock(t *testing.T, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.
 	t.Helper()
 	l, err := locktest.Acquire(testCtx(t), m, mode, true, opts...)
 	if err != nil {
-		t.Fatalf("%s %s: %v", mode, m.Name(), err)
+		t.Fatalf("%s %s: %v", mode, hidden.Name(m), err)
 	}
 	return l
 }
@@ -56,7 +57,7 @@ func mustFurther(t *testing.T, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw
 		got, err = l.RLock(testCtx(t), opts...)
 	}
 	if err != nil {
-		t.Fatalf("further %s on %s: %v", mode, l.Name(), err)
+		t.Fatalf("further %s on %s: %v", mode, hidden.Name(l), err)
 	}
 	if got.Owner() != l.Owner() {
 		t.Fatalf("further %s under owner %s, want %s", mode, got.Owner(), l.Owner())
@@ -83,12 +84,12 @@ func TestRedissonWireRead(t *testing.T) {
 	if v, ok := e.w.get(lease1); !ok || v != "1" {
 		t.Fatalf("%s = %q, %v; want \"1\"", lease1, v, ok)
 	}
-	e.w.wantPTTL(lease1, fairrw.DefaultLeaseTime, slack)
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(lease1, hidden.LeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 
 	r2 := mustFurther(t, r1, fairrw.Read) // a reentrant read of the same owner
 	e.w.wantHash(n, map[string]string{"mode": "read", owner: "2"})
-	e.w.wantPTTL(lease2, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(lease2, hidden.LeaseTime, slack)
 
 	mustUnlock(t, r2)
 	e.w.wantHash(n, map[string]string{"mode": "read", owner: "1"})
@@ -109,19 +110,19 @@ func TestRedissonWireWrite(t *testing.T) {
 	w1 := mustLock(t, m, fairrw.Write)
 	field := compat.WriteField(w1.Owner())
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "1"})
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 
 	// Redisson's quirk: a reentrant write adds its lease to the PTTL.
 	w2 := mustFurther(t, w1, fairrw.Write)
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "2"})
-	e.w.wantPTTL(n, 2*fairrw.DefaultLeaseTime+fairrw.LeaseMargin, slack) // each lease with its margin
+	e.w.wantPTTL(n, 2*hidden.LeaseTime+hidden.LeaseMargin, slack) // each lease with its margin
 
 	// The remaining reentrant hold keeps the hash for what it has left (Java
 	// sets the lease again; fairrw never shortens another live hold, and
 	// here what w1 has left is about the lease).
 	mustUnlock(t, w2)
 	e.w.wantHash(n, map[string]string{"mode": "write", field: "1"})
-	e.w.wantPTTL(n, fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(n, hidden.LeaseTime, slack)
 	ch.none()
 
 	mustUnlock(t, w1)
@@ -139,7 +140,7 @@ func TestRedissonWireDowngrade(t *testing.T) {
 	owner := w.Owner()
 	r := mustFurther(t, w, fairrw.Read) // the downgrade hold
 	e.w.wantHash(n, map[string]string{"mode": "write", compat.WriteField(owner): "1", owner: "1"})
-	e.w.wantPTTL(compat.LeaseKey(n, owner, 1), fairrw.DefaultLeaseTime, slack)
+	e.w.wantPTTL(compat.LeaseKey(n, owner, 1), hidden.LeaseTime, slack)
 
 	// Releasing the write turns the lock into a read lock, silently.
 	mustUnlock(t, w)
@@ -181,7 +182,7 @@ func TestRedissonWireLeases(t *testing.T) {
 		// Redis rounds each PTTL down to the millisecond: the hash, set from
 		// the lease key's PTTL within the same millisecond, may read 1ms more.
 		e.w.wantPTTL(n, remaining+time.Millisecond, time.Millisecond+50*time.Millisecond+slack/20)
-		if remaining > 8*time.Second+fairrw.LeaseMargin {
+		if remaining > 8*time.Second+hidden.LeaseMargin {
 			t.Fatalf("remaining read lease %v > 8s and LeaseMargin", remaining)
 		}
 		mustUnlock(t, s)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/lua"
 )
 
 // TestScriptsLoad loads every embedded script into a real Redis: each must

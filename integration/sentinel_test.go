@@ -11,11 +11,13 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // Leases of the failover tests.
@@ -50,20 +52,18 @@ func newSentinelClient(t testing.TB, s *redistest.Sentinel, tr transport, opts .
 	return newClientOn(t, s.ClientOption(), tr, opts...)
 }
 
-// TestSentinelBehaviour runs the behavioural suite for every policy over
-// every transport, through one sentinel: rueidis asks it for the primary,
+// TestSentinelBehaviour runs the behavioural suite for every policy (over
+// the transports of topologyMatrix), through one sentinel: rueidis asks it for the primary,
 // and Raw is a Sentinel-mode client too.
 func TestSentinelBehaviour(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	raw := s.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
-	for _, p := range policies {
-		for _, tr := range transports {
-			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				locktest.Run(t, locktest.Env{Raw: raw, Policy: p, Repeat: tr.name != transports[0].name, New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
-					return newSentinelClient(t, s, tr, opts...)
-				}})
-			})
-		}
+	for _, m := range topologyMatrix() {
+		t.Run(m.p.String()+"/"+m.tr.name, func(t *testing.T) {
+			locktest.Run(t, locktest.Env{Raw: raw, Policy: m.p, Repeat: longRun() && m.tr.name != transports[0].name, New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
+				return newSentinelClient(t, s, m.tr, opts...)
+			}})
+		})
 	}
 }
 
@@ -201,7 +201,7 @@ func (w *waiter) run(ctx context.Context, m *fairrw.RWMutex) {
 		w.err = err
 		return
 	}
-	w.woke = l.WokenBy()
+	w.woke = hidden.WokenBy(l)
 	w.err = l.Unlock(ctx)
 }
 
@@ -210,7 +210,7 @@ func (w *waiter) run(ctx context.Context, m *fairrw.RWMutex) {
 func (sc *scene) awaitSubscribed(t *testing.T, direct rueidis.Client) {
 	t.Helper()
 	for _, name := range []string{heldWrite, heldRead, asyncWrite} {
-		channel := compat.Fair(name).Channel
+		channel := fwire.Fair(name).Channel
 		if sc.policy.String() == fairrw.Redisson().String() {
 			channel = compat.Channel(name)
 		}
@@ -285,12 +285,12 @@ func (sc *scene) awaitSwitch(t *testing.T, s *redistest.Sentinel, direct rueidis
 	errs := make([]error, len(sc.clients))
 	var wg sync.WaitGroup
 	for i, c := range sc.clients {
-		wg.Go(func() { errs[i] = refusedThere(ctx, c.RWMutex(marker.Name())) })
+		wg.Go(func() { errs[i] = refusedThere(ctx, c.RWMutex(hidden.Name(marker))) })
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("Client %d (%s) does not reach the new primary: %v", i, sc.clients[i].ID(), err)
+			t.Fatalf("Client %d (%s) does not reach the new primary: %v", i, hidden.ClientID(sc.clients[i]), err)
 		}
 	}
 }
@@ -322,31 +322,31 @@ func refusedThere(ctx context.Context, m *fairrw.RWMutex) error {
 func (sc *scene) checkLeases(t *testing.T, switched time.Time) {
 	t.Helper()
 	for _, l := range append(append([]*fairrw.Lease(nil), sc.synced...), sc.async...) {
-		eventually(t, "a renewal of "+l.Name()+" on the new primary", func() (bool, string) {
+		eventually(t, "a renewal of "+hidden.Name(l)+" on the new primary", func() (bool, string) {
 			return ended(l) || l.Deadline().After(switched.Add(sentinelHoldLease)), "deadline " + l.Deadline().Format(time.StampMilli)
 		})
 	}
 	for _, l := range sc.synced {
 		if ended(l) {
-			t.Fatalf("the synced %s lease on %s was lost in the failover: %v", l.Mode(), l.Name(), l.Err())
+			t.Fatalf("the synced %s lease on %s was lost in the failover: %v", hidden.Mode(l), hidden.Name(l), l.Err())
 		}
 	}
 	for _, l := range sc.async {
 		if ended(l) {
 			if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
-				t.Fatalf("the %s lease on %s ended with %v, want ErrLeaseLost", l.Mode(), l.Name(), l.Err())
+				t.Fatalf("the %s lease on %s ended with %v, want ErrLeaseLost", hidden.Mode(l), hidden.Name(l), l.Err())
 			}
-			t.Logf("the unsynced %s lease on %s was lost in the failover and reported: %v", l.Mode(), l.Name(), l.Err())
+			t.Logf("the unsynced %s lease on %s was lost in the failover and reported: %v", hidden.Mode(l), hidden.Name(l), l.Err())
 			continue
 		}
-		t.Logf("the unsynced %s lease on %s survived the failover", l.Mode(), l.Name())
+		t.Logf("the unsynced %s lease on %s survived the failover", hidden.Mode(l), hidden.Name(l))
 	}
 	for _, l := range append(append([]*fairrw.Lease(nil), sc.synced...), sc.async...) {
 		if ended(l) {
 			continue
 		}
 		if err := l.Unlock(testCtx(t)); err != nil {
-			t.Fatalf("unlock of the %s lease on %s, renewed on the new primary: %v (Err %v)", l.Mode(), l.Name(), err, l.Err())
+			t.Fatalf("unlock of the %s lease on %s, renewed on the new primary: %v (Err %v)", hidden.Mode(l), hidden.Name(l), err, l.Err())
 		}
 	}
 }
@@ -376,7 +376,7 @@ func probeGrant(t *testing.T, c *fairrw.Client, direct rueidis.Client, prefix st
 			t.Fatalf("probe Lock %s: %v", name, err)
 		}
 		if err == nil {
-			fence, ferr := direct.Do(ctx, direct.B().Get().Key(compat.Fence(name)).Build()).AsUint64()
+			fence, ferr := direct.Do(ctx, direct.B().Get().Key(fwire.Fence(name)).Build()).AsUint64()
 			if ferr == nil && fence == l.Token() {
 				return l
 			}
@@ -385,7 +385,7 @@ func probeGrant(t *testing.T, c *fairrw.Client, direct rueidis.Client, prefix st
 			}
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("Client %s never granted a lock on the new primary", c.ID())
+			t.Fatalf("Client %s never granted a lock on the new primary", hidden.ClientID(c))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -465,7 +465,7 @@ func grantUnreplicated(t *testing.T, s *redistest.Sentinel, p fairrw.Policy) *un
 func (u *unreplicated) check(t *testing.T, s *redistest.Sentinel, p fairrw.Policy) {
 	t.Helper()
 	c := newSentinelClient(t, s, transports[1], fairrw.WithPolicy(p))
-	l := mustLock(t, c.RWMutex(u.held.Name()), fairrw.Write)
+	l := mustLock(t, c.RWMutex(hidden.Name(u.held)), fairrw.Write)
 	defer mustUnlock(t, l)
 	if !ended(u.held) {
 		t.Logf("granted again (token %d) while the unreplicated holder (token %d) still believes it holds", l.Token(), u.held.Token())

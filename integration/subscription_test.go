@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // TestOneSubscriptionPerLock: a Client's waiters on one lock share one

@@ -13,16 +13,23 @@ var policies = locktest.Policies()
 
 // TestBehaviour runs the behavioural suite for every policy over every
 // transport on a real redis-server.
+//
+// The policies run side by side on one server (a lock's keys are its own,
+// and the suite mostly waits for leases to run out), each over the
+// transports in turn.
 func TestBehaviour(t *testing.T) {
 	r := redistest.Start(t)
 	for _, p := range policies {
-		for _, tr := range transports {
-			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				env := newEnv(t, r, tr, p)
-				env.Repeat = tr.name != transports[0].name
-				locktest.Run(t, env)
-			})
-		}
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			for _, tr := range transports {
+				t.Run(tr.name, func(t *testing.T) {
+					env := newEnv(t, r, tr, p)
+					env.Repeat = tr.name != transports[0].name
+					locktest.Run(t, env)
+				})
+			}
+		})
 	}
 }
 
@@ -34,14 +41,17 @@ func TestBehaviour(t *testing.T) {
 func TestMutexBehaviour(t *testing.T) {
 	r := redistest.Start(t)
 	for _, p := range policies {
-		for i, tr := range transports {
-			if i > 0 && p.String() != fairrw.Redisson().String() {
-				continue
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel() // as in TestBehaviour
+			for i, tr := range transports {
+				if i > 0 && p.String() != fairrw.Redisson().String() {
+					continue
+				}
+				t.Run(tr.name, func(t *testing.T) {
+					locktest.RunMutex(t, newEnv(t, r, tr, p))
+				})
 			}
-			t.Run(p.String()+"/"+tr.name, func(t *testing.T) {
-				locktest.RunMutex(t, newEnv(t, r, tr, p))
-			})
-		}
+		})
 	}
 }
 
@@ -52,6 +62,7 @@ func TestBehaviourInContainer(t *testing.T) {
 	r := container.Start(t)
 	for _, p := range policies {
 		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel() // as in TestBehaviour
 			locktest.Run(t, newEnv(t, r, transports[0], p))
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redisinfo"
 )
 
@@ -36,8 +37,8 @@ func TestInvalidationWakesReaders(t *testing.T) {
 		if l == nil {
 			t.FailNow()
 		}
-		if l.WokenBy() != "invalidation" {
-			t.Errorf("reader woken by %q, want invalidation", l.WokenBy())
+		if hidden.WokenBy(l) != "invalidation" {
+			t.Errorf("reader woken by %q, want invalidation", hidden.WokenBy(l))
 		}
 		mustUnlock(t, l)
 	case <-time.After(15 * time.Second):
@@ -46,15 +47,15 @@ func TestInvalidationWakesReaders(t *testing.T) {
 	mustUnlock(t, r)
 }
 
-// TestPublishCommandOverride: WithPublishCommand(PublishSharded) makes
+// TestPublishCommandOverride: the publish override (hidden.WithPublish) to SPUBLISH makes
 // releases SPUBLISH and waiters SSUBSCRIBE, also on a single node, and the
 // waiter is still woken by the release's message.
 func TestPublishCommandOverride(t *testing.T) {
 	e := newWireEnv(t)
 	const n = "wakeup:sharded"
 	tr := transports[1] // no tracking: only the message can wake the waiter
-	holder := newClient(t, e.r, tr, fairrw.WithPublishCommand(fairrw.PublishSharded))
-	waiter := newClient(t, e.r, tr, fairrw.WithPublishCommand(fairrw.PublishSharded))
+	holder := newClient(t, e.r, tr, hidden.WithPublish("spublish").(fairrw.Option))
+	waiter := newClient(t, e.r, tr, hidden.WithPublish("spublish").(fairrw.Option))
 	w := mustLock(t, holder.RWMutex(n), fairrw.Write)
 	got := make(chan *fairrw.Lease, 1)
 	go func() {
@@ -72,8 +73,8 @@ func TestPublishCommandOverride(t *testing.T) {
 			t.FailNow()
 		}
 		// The default policy grants on release: the message carries the grant.
-		if l.WokenBy() != "grant" {
-			t.Errorf("woken by %q, want grant", l.WokenBy())
+		if hidden.WokenBy(l) != "grant" {
+			t.Errorf("woken by %q, want grant", hidden.WokenBy(l))
 		}
 		mustUnlock(t, l)
 	case <-time.After(15 * time.Second):

@@ -9,9 +9,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/compat"
-	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/lua"
+	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
 // wire looks at Redis as Java Redisson would see it.
@@ -65,12 +66,12 @@ func (w wire) wantHash(key string, want map[string]string) {
 }
 
 // wantPTTL checks a key's PTTL lies in (want-slack, want], or up to
-// fairrw.LeaseMargin more: fairrw keeps every hold that much past its
+// hidden.LeaseMargin more: fairrw keeps every hold that much past its
 // lease (Java reads the PTTL only to know how long to wait).
 func (w wire) wantPTTL(key string, want, slack time.Duration) {
 	w.t.Helper()
 	got := w.pttl(key)
-	if got > want+fairrw.LeaseMargin || got <= want-slack {
+	if got > want+hidden.LeaseMargin || got <= want-slack {
 		w.t.Fatalf("PTTL %s = %v, want within (%v, %v] (and LeaseMargin)", key, got, want-slack, want)
 	}
 }
@@ -87,7 +88,7 @@ func (w wire) wantMissing(keys ...string) {
 
 // expiring reports whether key is one of fairrw's keys that stay a bounded
 // time after a lock's holds ended, a lock's last fencing token
-// (compat.Fence) or a given-up owner's marker (compat.OwnerMarker), and has
+// (fwire.Fence) or a given-up owner's marker (fwire.OwnerMarker), and has
 // a TTL: it vanishes on its own. Any other key, or one of those without a
 // TTL, is a leftover.
 func (w wire) expiring(key string) bool {
@@ -98,8 +99,8 @@ func (w wire) expiring(key string) bool {
 // expiring is wire.expiring on the node raw reaches.
 func expiring(t testing.TB, raw rueidis.Client, key string) bool {
 	t.Helper()
-	fence := strings.HasPrefix(key, compat.FairPrefix+":") && strings.HasSuffix(key, ":fence")
-	if !fence && !strings.HasPrefix(key, compat.OwnerMarkerPrefix+":") {
+	fence := strings.HasPrefix(key, fwire.FairPrefix+":") && strings.HasSuffix(key, ":fence")
+	if !fence && !strings.HasPrefix(key, fwire.OwnerMarkerPrefix+":") {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -167,7 +168,7 @@ func rwUnlock(e wireEnv, n, owner, mode, request string, writes int, wcover time
 		a = append(a, strconv.FormatInt(r.Milliseconds(), 10))
 	}
 	return e.raw.Do(testCtx(e.w.t), e.raw.B().Eval().Script(lua.Compose("common", "redisson_lib", "redisson_unlock")).Numkeys(6).
-		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, owner), compat.KeyPrefix(n), compat.UnlockLatch(n, request), compat.OwnerMarker(n, owner)).
+		Key(n, compat.Channel(n), compat.LeaseKeyPrefix(n, owner), compat.KeyPrefix(n), compat.UnlockLatch(n, request), fwire.OwnerMarker(n, owner)).
 		Arg(a...).Build())
 }
 

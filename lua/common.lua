@@ -5,7 +5,7 @@
 -- only the keys and values its callers pass to its functions.
 --
 -- Returns: nothing itself; it defines clock(), now_us(), now_ms(), stale(), last_token(),
--- mint(), and the releases' answered(), reply() and answer().
+-- mint(), publish_refused(), and the releases' answered(), reply() and answer().
 --
 -- answered(latch, marker, abandon, markerpx, stamp, window), every
 -- release's opening, takes its unlock latch
@@ -20,7 +20,8 @@
 -- result, px) stores a release's answer in its latch for a retry and
 -- returns its reply.
 --
--- Invariant: tokens minted for one name strictly increase (see mint), a
+-- Invariant: tokens minted for one name strictly increase, each above
+-- the range reserved for the one before (see mint), a
 -- command older than its window changes nothing (see stale), and a retried
 -- release never applies twice (see answered).
 --
@@ -35,14 +36,18 @@
 -- margin the window leaves (fairrw's unlock timeout).
 --
 -- mint(F, last): a new fencing token: the server's clock in microseconds,
--- or one more than the last token if that is higher, kept at F for a
--- second. last, when given, is the last token as the caller read it (the
--- writer it replaces holds it); without it, F is read by the SET that
--- writes it (SET ... GET).
--- Tokens of one name strictly increase while F lives; once it expired the
--- clock has passed every earlier token (a token runs ahead of the clock by
--- one per grant made within one microsecond, and a second is a million of
--- them). No key outlives the lock by more than that second.
+-- or RESERVE more than the last token if that is higher, kept at F. last,
+-- when given, is the last token as the caller read it (the writer it
+-- replaces holds it); without it, F is read by the SET that writes it
+-- (SET ... GET). The RESERVE - 1 tokens above a token are its holder's:
+-- a fair writer's Client hands them to the writers it passes the lock to
+-- without Redis (a cohort: see fairrw/cohort.go; wire.TokenReserve is the
+-- client's copy). F keeps the token itself, which a read returns.
+-- Tokens of one name strictly increase, above every reserved one, while F
+-- lives, and F lives until the clock has passed the top of its token's
+-- range, and a second more (see keep): once it expired, the clock has
+-- passed every earlier token. No key outlives the lock by more than that.
+local RESERVE = 64
 local clock_s, clock_us
 local function clock()
   -- One TIME per script: every helper reads the same instant.
@@ -71,22 +76,45 @@ local function last_token(F)
   return tonumber(redis.call('get', F)) or 0
 end
 
+-- keep is how long F keeps token, minted at clock t (both in us): a
+-- second (less a millisecond) past the moment the clock reaches the top of
+-- its range. A token runs ahead of the clock only by the reserves of
+-- grants made faster than the clock moves.
+local function keep(token, t)
+  return 1000 + math.floor(math.max(0, token + RESERVE - 1 - t) / 1000)
+end
+
 local function mint(F, last)
   local s, us = clock()
   local t = s * 1000000 + us
   last = tonumber(last)
   if not last then
     -- Write the clock's token and read the last one in one command; only
-    -- a last token at or above the clock (grants within one microsecond)
-    -- costs a second write. Nothing reads F between the two.
+    -- a last token less than RESERVE below the clock (grants within its
+    -- microseconds) costs a second write. Nothing reads F between the two.
     last = tonumber(redis.call('set', F, string.format('%.0f', t), 'px', 1000, 'get'))
-    if not last or last < t then
+    if not last or last + RESERVE <= t then
       return t
     end
   end
-  local token = math.max(last + 1, t)
-  redis.call('set', F, string.format('%.0f', token), 'px', 1000)
+  local token = math.max(last + RESERVE, t)
+  redis.call('set', F, string.format('%.0f', token), 'px', keep(token, t))
   return token
+end
+
+-- publish_refused(cmd, channel): the error reply to return, before the
+-- script's first write, when its ACL user may not publish to channel
+-- (Redis 7's redis.acl_check_cmd). Redis checks a script's own commands and
+-- keys before it runs it, but a PUBLISH only when the script reaches it,
+-- after the writes before it, which a script cannot undo: a release would
+-- be done and its waiters never told. nil when the user may, or when the
+-- server has no such check (Redis before 7, miniredis): the error code is
+-- NOPERM, as Redis's own refusals.
+local function publish_refused(cmd, channel)
+  if redis.acl_check_cmd == nil or redis.acl_check_cmd(cmd, channel, '') then
+    return nil
+  end
+  return redis.error_reply('NOPERM this user has no permissions to ' .. cmd .. ' to the channel ' .. channel)
 end
 
 local function answered(latch, marker, abandon, markerpx, stamp, window)

@@ -1,5 +1,9 @@
 -- Take a read or the write under the writer-preferring or phase-fair policy.
 --
+-- Composed after fair_acquire_fast.lua (lua.FairAcquire), which grants a
+-- first hold on an idle lock (and returns its token alone, not the
+-- {1, token} below).
+--
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- ARGV[9]  "1" to queue up when refused (Lock, RLock), "0" not to (Try*)
 -- ARGV[10] 0 for an owner's first hold; n > 0 for a further hold of an
@@ -64,6 +68,11 @@ local function read()
   st.bare = false
   if not st.policy then -- a new lock: record its policy for a lease
     hset_until(deadline, lease, true, 'seq', 0)
+  elseif not st.busy then
+    -- R has another entry than a fast path's only one now (see
+    -- fair_unlock_fast.lua): S says so.
+    redis.call('hset', S, 'busy', 1)
+    st.busy = true
   end
   return token
 end

@@ -9,7 +9,9 @@
 --            last "r" message), "q:<owner>" = "<deadline>:<lease>" of a
 --            waiting writer (its entry's deadline, the lease it asked for),
 --            horizon (ms, server time: S's own expiry is at least this; see
---            hset_until)
+--            hset_until), busy ("1": a write of this file made or changed S;
+--            absent only while the fast path alone wrote S, see
+--            fair_acquire_fast.lua)
 -- KEYS[2] R: readers zset, owner -> read lease deadline (ms, server time)
 -- KEYS[3] Q: waiting writers zset, owner -> sequence (FIFO order)
 -- KEYS[4] W: phase-fair only: waiting readers, owner -> deadline
@@ -18,7 +20,9 @@
 -- KEYS[7] C: wake-up channel "fairrw:<len>:{N}:wake"
 -- KEYS[8] X: the Redisson hash N, to refuse a name held by that policy
 -- KEYS[9] M: the owner's give-up marker "fairrw_attempt:{N}:<owner>"
--- ARGV[1] policy: "writer-preferring" or "phase-fair"
+-- ARGV[1] policy and protocol: "writer-preferring/3" or "phase-fair/3" (a
+--         lock's state records it: a state recording anything else, another
+--         policy or another protocol, refuses the acquire)
 -- ARGV[2] mode: "r" or "w"
 -- ARGV[3] owner "<client UUID>:<owner id>"
 -- ARGV[4] lease in milliseconds
@@ -54,7 +58,13 @@
 local S, R, Q, W, A, F, C, X, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local policy, owner = ARGV[1], ARGV[3]
 local lease, qlease = tonumber(ARGV[4]), tonumber(ARGV[5])
-local pf = policy == 'phase-fair'
+local pf = string.sub(policy, 1, 6) == 'phase-'
+-- Every operation of this file may publish on C: refused, it fails here,
+-- before any write (common.lua).
+local refused = publish_refused(ARGV[8], C)
+if refused then
+  return refused
+end
 local now = now_ms() -- common.lua
 
 -- st holds the state fields every call needs, read by load() in one HMGET.
@@ -65,20 +75,26 @@ local now = now_ms() -- common.lua
 -- there is no live entry in R, A: see fair_unlock.lua).
 local st
 local function load()
-  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner, 'horizon', 'wgrant')
+  local v = redis.call('hmget', S, 'policy', 'writer', 'wcount', 'wdeadline', 'wtoken', 'turned', 'q:' .. owner, 'horizon', 'wgrant', 'busy')
   st = {
     existed = v[1] ~= false, -- S exists (every S records its policy)
     policy = v[1], writer = v[2], wcount = tonumber(v[3]), wdeadline = tonumber(v[4]),
     wtoken = v[5], turned = v[6], entry = v[7], horizon = tonumber(v[8]), wgrant = v[9] == '1',
+    busy = v[10] ~= false,
   }
 end
 
 -- hset writes fields of S, recording the policy with the first write to a
--- lock that has none recorded (a new S).
+-- lock that has none recorded (a new S), and marking S busy: only the fast
+-- paths write S without "busy" (see fair_acquire_fast.lua).
 local function hset(...)
   if not st.policy then
-    st.policy = policy
-    return redis.call('hset', S, 'policy', policy, ...)
+    st.policy, st.busy = policy, true
+    return redis.call('hset', S, 'policy', policy, 'busy', 1, ...)
+  end
+  if not st.busy then
+    st.busy = true
+    return redis.call('hset', S, 'busy', 1, ...)
   end
   return redis.call('hset', S, ...)
 end

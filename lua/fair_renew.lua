@@ -1,7 +1,7 @@
 -- Renew many holds of one client under a fair policy, in one call.
 --
--- KEYS[1], KEYS[3], ... (KEYS[2i-1]) entry i's state hash "fairrw:<len>:{N}"; KEYS[2i] its readers
--- zset (all keys of one call share a slot)
+-- KEYS[2i-1] entry i's state hash "fairrw:<len>:{N}" (KEYS[1], KEYS[3], ...)
+-- KEYS[2i]   entry i's readers zset (all keys of one call share a slot)
 -- ARGV[1]    lease in milliseconds
 -- ARGV[2i]   entry i's mode: "w" or "r"
 -- ARGV[2i+1] entry i's owner "<client UUID>:<owner id>"

@@ -1,6 +1,10 @@
 -- Release one read or write hold under a fair policy, and set what its
 -- owner still holds; or give an owner up (its acquire was abandoned).
 --
+-- An owner's last release of a hold the fast path granted goes first to
+-- fair_unlock_fast.lua, a script of its own; this one is sent when that
+-- one does not apply, under the same request id.
+--
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- KEYS[10] the unlock latch "redisson_unlock_latch:{N}:<request id>"
 -- ARGV[9]  unlock latch lifetime in milliseconds
@@ -8,11 +12,15 @@
 --          copy of its attempts takes anything) and its queue entries go
 -- ARGV[11] the marker's lifetime in milliseconds
 -- ARGV[12] how many write holds the owner still has alive
--- ARGV[13] how long the longest of them has left, in ms
+-- ARGV[13] how long the longest write of them has left, in ms
 -- ARGV[14] how many read holds the owner still has alive
--- ARGV[15] how long the longest of them has left, in ms
+-- ARGV[15] how long the longest read of them has left, in ms
 -- ARGV[16] "1" when the owner may hold reads in Redis (it was granted one,
 --          or this releases or gives up a read); "0" spares looking
+-- ARGV[17] the highest token passed: the highest fencing token the owner's
+--          Client handed out under the owner's write, in a cohort ("0": none; see
+--          RESERVE in common.lua): F is raised to it, so that a read
+--          returns the last write's token
 --
 -- Returns {result, grantee, token}: result -1 when the owner held no such
 -- hold (or it had expired), 0 when the owner still holds in that mode, 1
@@ -36,6 +44,14 @@ end
 
 load()
 settle()
+if ARGV[17] ~= '0' and st.writer == owner then
+  -- The tokens passed lie within the range the write's grant reserved:
+  -- F rises, and the next mint is above them anyway.
+  local passed = tonumber(ARGV[17])
+  if passed > (tonumber(redis.call('get', F)) or 0) then
+    redis.call('set', F, ARGV[17], 'px', keep(passed, now_us()))
+  end
+end
 local freed = false
 if ARGV[10] == '1' then
   if st.entry then

@@ -11,7 +11,7 @@
 -- KEYS[8..] lease keys "{N}:<owner>:rwlock_timeout:<k>" of Redisson read
 --         holds, as the caller learnt them from an earlier call (none at
 --         first: Redisson's hash names them, and every key is declared)
--- ARGV[1] none: the script takes no arguments
+-- ARGV none: the script takes no arguments (ARGV[1] is nil)
 --
 -- Returns {now, n, s, r, q, w, a, f, leases}: now is the server's clock in
 -- ms; n is {TYPE of N, PTTL of N (as a string), field, value, ...} (the

@@ -11,6 +11,11 @@
 --
 -- Invariant: a lock in the other mode is never touched, so a read
 -- force-unlock cannot free a writer's lock (nor the reverse).
+-- A PUBLISH refused by the ACL would fail after the DEL: refuse first
+-- (see publish_refused in common.lua, which this script does not include).
+if redis.acl_check_cmd ~= nil and not redis.acl_check_cmd(ARGV[3], KEYS[2], '') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to the channel ' .. KEYS[2])
+end
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
   redis.call('del', KEYS[1])
   redis.call(ARGV[3], KEYS[2], ARGV[2])

@@ -34,6 +34,9 @@ local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
 if state[1] then
   return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson (a Redisson read-write lock)')
 end
+-- The hash's PTTL, read once: -2 says it does not exist (no EXISTS), and
+-- no branch below changes the expiry before the last line moves it.
+local remaining = redis.call('pttl', KEYS[1])
 local token
 if further > 0 then
   if not state[2] then
@@ -46,11 +49,11 @@ elseif state[2] then -- a retry of this first hold, which was granted
   if token == 0 then
     token = mint(KEYS[4])
   end
-elseif redis.call('exists', KEYS[1]) == 0 then
+elseif remaining == -2 then
   token = mint(KEYS[4])
   redis.call('hset', KEYS[1], ARGV[2], 1)
 else
-  return {0, redis.call('pttl', KEYS[1])}
+  return {0, remaining}
 end
-redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), lease))
+redis.call('pexpire', KEYS[1], math.max(remaining, lease))
 return {1, token}

@@ -2,7 +2,7 @@
 --
 -- KEYS[1] the lock hash N
 -- KEYS[2] the channel "redisson_lock__channel:{N}"
--- KEYS[3] the fair policies' state "fairrw:{N}"
+-- KEYS[3] the fair policies' state "fairrw:<len>:{N}"
 -- ARGV[1] the message "0"
 -- ARGV[2] the publish command: "publish" or "spublish"
 --
@@ -13,6 +13,11 @@
 --
 -- Invariant: only a mutex is ever freed here; a read-write lock of either
 -- kind on the name is untouched.
+-- A PUBLISH refused by the ACL would fail after the DEL: refuse first
+-- (see publish_refused in common.lua, which this script does not include).
+if redis.acl_check_cmd ~= nil and not redis.acl_check_cmd(ARGV[2], KEYS[2], '') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[2] .. ' to the channel ' .. KEYS[2])
+end
 if redis.call('hexists', KEYS[1], 'mode') == 1 or redis.call('exists', KEYS[3]) == 1 then
   return -1
 end

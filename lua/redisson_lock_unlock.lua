@@ -28,6 +28,10 @@
 -- lives as long as the longest of them (Java sets the lease again, which can
 -- cut a longer hold short or keep a dead one counted). The last hold deletes
 -- the hash and publishes "0", which wakes one waiter per client.
+local refused = publish_refused(ARGV[3], KEYS[2]) -- before any write (common.lua)
+if refused then
+  return refused
+end
 local latched = answered(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]) -- common.lua
 if latched ~= nil then
   return reply(latched)

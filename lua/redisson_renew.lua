@@ -1,6 +1,7 @@
 -- Renew many holds of one client in one call (the watchdog's batch).
 --
--- KEYS[1] .. KEYS[n] the lock hash of entry i (all keys of one call share a slot)
+-- KEYS[i]    the lock hash of entry i (KEYS[1], KEYS[2], ...; all keys of
+--            one call share a slot)
 -- ARGV[1]   lease in milliseconds
 -- ARGV[3i-1] entry i's kind: "w" for a write hold, "r" for read holds, "m"
 --            for an RLock's holds (a Mutex)

@@ -37,24 +37,37 @@
 -- The last holder deletes the hash and publishes "0" (a read) or "1" (a
 -- write); a downgrade publishes nothing, as in Java. Readers that crashed
 -- are found here (their lease keys are gone), so they never pin the lock.
+local refused = publish_refused(ARGV[4], KEYS[2]) -- before any write (common.lua)
+if refused then
+  return refused
+end
 local latched = answered(KEYS[5], KEYS[6], ARGV[6], ARGV[7], ARGV[8], ARGV[9]) -- common.lua
 if latched ~= nil then
   return reply(latched)
 end
 local write = ARGV[1] == 'w'
-local msg, field = '0', ARGV[2]
+local msg = '0'
 if write then
-  msg, field = '1', ARGV[3]
+  msg = '1'
 end
 
-local mode = redis.call('hget', KEYS[1], 'mode')
+-- One HMGET reads all this needs of the hash: the mode, the owner's write
+-- count and its read count (each command a script runs costs Redis a
+-- conversion of its arguments and its reply). Neither field is written
+-- before it is used below, and ARGV[2] is never ARGV[3].
+local state = redis.call('hmget', KEYS[1], 'mode', ARGV[3], ARGV[2])
+local mode, wfield, rfield = state[1], state[2], state[3]
 if mode == false then
   if ARGV[6] ~= '1' then
     redis.call(ARGV[4], KEYS[2], msg) -- Java publishes on unlock of a missing lock
   end
   return answer(KEYS[5], -1, ARGV[5])
 end
-if redis.call('hexists', KEYS[1], field) == 0 or (write and mode ~= 'write') then
+local mine = rfield
+if write then
+  mine = wfield
+end
+if mine == false or (write and mode ~= 'write') then
   return answer(KEYS[5], -1, ARGV[5])
 end
 
@@ -70,7 +83,7 @@ end
 -- wentWrite: the owner's last write went here (also when a read is the
 -- hold released: its write leases ended unreleased, by their lease).
 local wentWrite = false
-if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+if wfield ~= false then
   if writes > 0 then
     redis.call('hset', KEYS[1], ARGV[3], writes)
   else
@@ -78,7 +91,7 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
     wentWrite = true
   end
 end
-local had = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+local had = tonumber(rfield) or 0
 if had > 0 then
   if reads > 0 then
     redis.call('hset', KEYS[1], ARGV[2], reads)

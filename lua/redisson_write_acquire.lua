@@ -47,7 +47,7 @@ if further > 0 then
 end
 
 if mode == false then
-  if redis.call('exists', KEYS[1]) == 1 then -- a hash without "mode": an RLock's
+  if remaining ~= -2 then -- the hash exists without "mode": an RLock's
     return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
   end
   local token = mint(KEYS[4])

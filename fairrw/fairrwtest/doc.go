@@ -43,9 +43,9 @@
 //
 // miniredis does not model, and a test of them needs NewRedisServer (or,
 // for a cluster or replicas, a deployment of its own):
-//   - client-side caching: the invalidation wake-up path that
-//     fairrw.WithClientTracking controls (and RESP3 push messages);
-//   - sharded pub/sub (SPUBLISH, fairrw.PublishSharded), Redis Cluster, and
+//   - client-side caching: the invalidation wake-up path (and RESP3 push
+//     messages);
+//   - sharded pub/sub (SPUBLISH, used on a Redis 7+ cluster), Redis Cluster, and
 //     replicas (fairrw.WithSyncReplicas waits for replicas it has none of);
 //   - Redis's own timing: a miniredis command runs in the test process, so
 //     latency and pauses are not those of a server.

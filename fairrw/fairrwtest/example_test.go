@@ -45,11 +45,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("once it ran out:", l.Mode(), "lock held")
+	fmt.Println("once it ran out, the write lock is held:", l.Err() == nil)
 	_ = l.Unlock(ctx)
 	// Output:
 	// while the worker's lease lasts: true
-	// once it ran out: write lock held
+	// once it ran out, the write lock is held: true
 }
 
 // An Example, or a TestMain, has no testing.T: it starts the server itself

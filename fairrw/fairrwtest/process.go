@@ -40,11 +40,11 @@ type process struct {
 func NewRedisServer(tb testing.TB) *Server {
 	tb.Helper()
 	s, err := StartRedisServer()
-	if errors.Is(err, ErrNoRedisServer) {
-		if os.Getenv(EnvRequireRedis) == "1" {
-			tb.Fatalf("%v (%s=1, so this fails instead of skipping)", err, EnvRequireRedis)
+	if errors.Is(err, errNoRedisServer) {
+		if os.Getenv(envRequireRedis) == "1" {
+			tb.Fatalf("%v (%s=1, so this fails instead of skipping)", err, envRequireRedis)
 		}
-		tb.Skipf("%v (set %s=1 to fail instead of skipping)", err, EnvRequireRedis)
+		tb.Skipf("%v (set %s=1 to fail instead of skipping)", err, envRequireRedis)
 	}
 	if err != nil {
 		tb.Fatalf("%v", err)
@@ -59,13 +59,13 @@ func NewRedisServer(tb testing.TB) *Server {
 //	redis-server --port N --bind 127.0.0.1 --save "" --appendonly no --dir <temp>
 //
 // and returns once it answers PING; the caller must Close it. It returns an
-// error wrapping ErrNoRedisServer when redis-server is not on PATH, and one
+// error wrapping exec.ErrNotFound when redis-server is not on PATH, and one
 // with the tail of the server's log when it does not start. On Linux the
 // server is also killed when the test binary dies without closing it.
 func StartRedisServer() (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("%w (install Redis, e.g. apt-get install redis-server): %v", ErrNoRedisServer, err)
+		return nil, fmt.Errorf("%w (install Redis, e.g. apt-get install redis-server): %w", errNoRedisServer, err)
 	}
 	dir, err := os.MkdirTemp("", "fairrwtest-redis-")
 	if err != nil {

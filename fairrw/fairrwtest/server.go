@@ -90,7 +90,7 @@ func NewClient(tb testing.TB, opts ...fairrw.Option) *fairrw.Client {
 func (s *Server) NewClient(tb testing.TB, opts ...fairrw.Option) *fairrw.Client {
 	tb.Helper()
 	if s.isClosed() {
-		tb.Fatalf("fairrwtest: NewClient on %s: %v", s.addr, ErrServerClosed)
+		tb.Fatalf("fairrwtest: NewClient on %s: %v", s.addr, errServerClosed)
 	}
 	// Last, since the last connection option given to fairrw.New wins.
 	all := append(slices.Clip(opts), fairrw.WithClientOption(s.ClientOption()))
@@ -102,11 +102,9 @@ func (s *Server) NewClient(tb testing.TB, opts ...fairrw.Option) *fairrw.Client 
 	return c
 }
 
-// Addr returns the server's host:port, on 127.0.0.1.
-func (s *Server) Addr() string { return s.addr }
-
 // ClientOption returns the rueidis option that connects to s, for
-// fairrw.WithClientOption or rueidis.NewClient. In-process it sets
+// fairrw.WithClientOption or rueidis.NewClient; its InitAddress is the
+// server's host:port on 127.0.0.1, for any other client. In-process it sets
 // DisableCache, AlwaysRESP2 and ForceSingleClient (see the package
 // documentation); for a redis-server only ForceSingleClient, so that fairrw
 // uses RESP3 and client tracking as on a production Redis. Each call returns

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -251,7 +252,7 @@ func TestCleanupLeavesNothing(t *testing.T) {
 		ctx := t.Context()
 		mini := fairrwtest.NewServer(t)
 		real := fairrwtest.NewRedisServer(t)
-		realAddr = real.Addr()
+		realAddr = real.ClientOption().InitAddress[0]
 		for i, c := range []*fairrw.Client{fairrwtest.NewClient(t), mini.NewClient(t), real.NewClient(t), real.NewClient(t)} {
 			name := fmt.Sprint("left:", i)                        // a writer waits on each
 			if _, err := c.RWMutex(name).RLock(ctx); err != nil { // never unlocked
@@ -315,7 +316,7 @@ func TestMisuse(t *testing.T) {
 		// (ForceSingleClient only spares the test the goroutine rueidis's
 		// cluster probe leaves sleeping when the connection fails.)
 		srv := fairrwtest.NewServer(t)
-		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true}))
+		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: srv.ClientOption().InitAddress, ForceSingleClient: true}))
 		if err == nil {
 			_ = c.Close()
 			t.Fatal("fairrw.New with rueidis's default options connected to miniredis; update the package doc")
@@ -370,29 +371,30 @@ func TestMisuse(t *testing.T) {
 			srv.NewClient(tb)
 			tb.Errorf("NewClient returned")
 		})
-		wantFailure(t, r, fairrwtest.ErrServerClosed.Error())
+		wantFailure(t, r, "fairrwtest: server closed")
 	})
 	t.Run("ClientOption is a copy", func(t *testing.T) {
 		srv := fairrwtest.NewServer(t)
 		opt := srv.ClientOption()
+		addr := opt.InitAddress[0]
 		opt.InitAddress[0] = "elsewhere:1"
 		opt.DisableCache = false
-		if got := srv.ClientOption(); got.InitAddress[0] != srv.Addr() || !got.DisableCache {
+		if got := srv.ClientOption(); got.InitAddress[0] != addr || !got.DisableCache {
 			t.Errorf("ClientOption changed by its caller: %+v", got)
 		}
 	})
 	t.Run("no redis-server on PATH", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
-		t.Setenv(fairrwtest.EnvRequireRedis, "")
-		if _, err := fairrwtest.StartRedisServer(); !errors.Is(err, fairrwtest.ErrNoRedisServer) {
-			t.Fatalf("StartRedisServer: %v, want ErrNoRedisServer", err)
+		t.Setenv("FAIRRW_REQUIRE_REDIS", "")
+		if _, err := fairrwtest.StartRedisServer(); !errors.Is(err, exec.ErrNotFound) {
+			t.Fatalf("StartRedisServer: %v, want exec.ErrNotFound", err)
 		}
 		r := run(t, func(tb testing.TB) { fairrwtest.NewRedisServer(tb) })
-		if !r.Skipped() || r.Failed() || !strings.Contains(r.output(), fairrwtest.EnvRequireRedis) {
+		if !r.Skipped() || r.Failed() || !strings.Contains(r.output(), "FAIRRW_REQUIRE_REDIS") {
 			t.Errorf("NewRedisServer without redis-server: skipped=%v failed=%v %s, want a skip naming %s",
-				r.Skipped(), r.Failed(), r.output(), fairrwtest.EnvRequireRedis)
+				r.Skipped(), r.Failed(), r.output(), "FAIRRW_REQUIRE_REDIS")
 		}
-		t.Setenv(fairrwtest.EnvRequireRedis, "1")
+		t.Setenv("FAIRRW_REQUIRE_REDIS", "1")
 		r = run(t, func(tb testing.TB) { fairrwtest.NewRedisServer(tb) })
 		wantFailure(t, r, "redis-server is not on PATH")
 	})

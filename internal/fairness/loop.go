@@ -151,7 +151,7 @@ func (lp *Loop) ask(w *Worker, class Class) (Hold, error) {
 	switch {
 	case err == nil:
 		if record {
-			lp.Rec.Add(Request{Class: class, Client: w.Index, Asked: asked, Wait: granted.Sub(asked), Woken: l.WokenBy()})
+			lp.Rec.Add(Request{Class: class, Client: w.Index, Asked: asked, Wait: granted.Sub(asked), Woken: WokenBy(l)})
 		}
 		return l, nil
 	case lp.stop.Err() != nil: // the run ended, or another worker failed

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // Mutex is one lock owner's handle, what a Worker acquires: a fairrw
@@ -18,13 +19,25 @@ type Mutex interface {
 	Owner() string
 }
 
-// Hold is a granted hold.
+// Hold is a granted hold. A peer's hold also has a WokenBy method (see
+// WokenBy).
 type Hold interface {
 	// Unlock releases the hold.
 	Unlock(ctx context.Context) error
-	// WokenBy names what ended the wait: "" when granted without waiting,
-	// else a wake-up path ("pubsub", "invalidation", "timer", "polling").
-	WokenBy() string
+}
+
+// WokenBy names what ended h's wait: "" when granted without waiting, else a
+// wake-up path ("pubsub", "invalidation", "timer", "polling"). A
+// *fairrw.Lease says it through internal/hidden (fairrw does not export it),
+// a peer's hold by a WokenBy method.
+func WokenBy(h Hold) string {
+	if l, ok := h.(*fairrw.Lease); ok {
+		return hidden.WokenBy(l)
+	}
+	if w, ok := h.(interface{ WokenBy() string }); ok {
+		return w.WokenBy()
+	}
+	return ""
 }
 
 // RW returns m as a Mutex: Reader requests take RLock, Writer requests
@@ -47,4 +60,4 @@ func (r rwMutex) Acquire(ctx context.Context, class Class) (Hold, error) {
 	return l, nil
 }
 
-func (r rwMutex) Owner() string { return r.m.Name() }
+func (r rwMutex) Owner() string { return hidden.Name(r.m) }

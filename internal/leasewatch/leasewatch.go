@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // NextRound polls l until its deadline moves past prev (a renewal round
@@ -21,10 +22,10 @@ func NextRound(l *fairrw.Lease, prev time.Time, lease time.Duration) (time.Time,
 		}
 		select {
 		case <-l.Done():
-			return time.Time{}, fmt.Errorf("lease %q ended while waiting for a renewal: %w", l.Name(), l.Err())
+			return time.Time{}, fmt.Errorf("lease %q ended while waiting for a renewal: %w", hidden.Name(l), l.Err())
 		default:
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	return time.Time{}, fmt.Errorf("lease %q: no renewal within %v", l.Name(), 10*lease)
+	return time.Time{}, fmt.Errorf("lease %q: no renewal within %v", hidden.Name(l), 10*lease)
 }

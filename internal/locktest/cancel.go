@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // CancelStormLeavesNothing: many acquires whose ctx ends at random moments,
@@ -75,7 +76,7 @@ func eventuallyNoKeysButLatches(t testing.TB, env Env, name string) {
 		for _, k := range keysOf(t, env, name) {
 			if strings.HasPrefix(k, compat.UnlockLatchPrefix+":") {
 				pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-				if pttl == -1 || pttl > int64(2*fairrw.DefaultUnlockTimeout/time.Millisecond) {
+				if pttl == -1 || pttl > int64(2*hidden.UnlockTimeout/time.Millisecond) {
 					t.Fatalf("%s has PTTL %d, want a TTL within two unlock timeouts", k, pttl)
 				}
 				continue

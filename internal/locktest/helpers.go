@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // Acquire calls the acquire of mode on m: Lock or RLock when wait is set,
@@ -31,7 +32,7 @@ func lock(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.Acqu
 	t.Helper()
 	l, err := Acquire(ctx(t), m, mode, true, opts...)
 	if err != nil {
-		t.Fatalf("%s %s: %v", mode, m.Name(), err)
+		t.Fatalf("%s %s: %v", mode, hidden.Name(m), err)
 	}
 	return l
 }
@@ -39,7 +40,7 @@ func lock(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode, opts ...fairrw.Acqu
 func unlock(t testing.TB, l *fairrw.Lease) {
 	t.Helper()
 	if err := l.Unlock(ctx(t)); err != nil {
-		t.Fatalf("unlock %s %s: %v", l.Mode(), l.Name(), err)
+		t.Fatalf("unlock %s %s: %v", hidden.Mode(l), hidden.Name(l), err)
 	}
 }
 
@@ -51,7 +52,7 @@ func refused(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) {
 		if l != nil {
 			_ = l.Unlock(ctx(t))
 		}
-		t.Fatalf("Try %s on %s: got %v, want ErrNotAcquired", mode, m.Name(), err)
+		t.Fatalf("Try %s on %s: got %v, want ErrNotAcquired", mode, hidden.Name(m), err)
 	}
 }
 
@@ -60,7 +61,7 @@ func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
 	t.Helper()
 	l, err := Acquire(ctx(t), m, mode, false)
 	if err != nil {
-		t.Fatalf("Try %s on %s: %v", mode, m.Name(), err)
+		t.Fatalf("Try %s on %s: %v", mode, hidden.Name(m), err)
 	}
 	return l
 }
@@ -75,11 +76,11 @@ func keysOf(t testing.TB, env Env, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range allKeysOf(t, env, name) {
-		fence := strings.HasPrefix(k, compat.FairPrefix+":") && strings.HasSuffix(k, ":fence")
-		marker := strings.HasPrefix(k, compat.OwnerMarkerPrefix+":")
+		fence := strings.HasPrefix(k, wire.FairPrefix+":") && strings.HasSuffix(k, ":fence")
+		marker := strings.HasPrefix(k, wire.OwnerMarkerPrefix+":")
 		if fence || marker {
 			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-			if pttl == -1 || pttl > int64(3*fairrw.DefaultUnlockTimeout/time.Millisecond) && pttl > int64(fairrw.DefaultLeaseTime/time.Millisecond) {
+			if pttl == -1 || pttl > int64(3*hidden.UnlockTimeout/time.Millisecond) && pttl > int64(hidden.LeaseTime/time.Millisecond) {
 				t.Fatalf("%s has PTTL %d, want a TTL no longer than a lease or three unlock timeouts", k, pttl)
 			}
 			continue
@@ -134,7 +135,7 @@ func waitDone(t testing.TB, l *fairrw.Lease, d time.Duration) error {
 	case <-l.Done():
 		return l.Err()
 	case <-time.After(d):
-		t.Fatalf("lease on %s still alive after %v", l.Name(), d)
+		t.Fatalf("lease on %s still alive after %v", hidden.Name(l), d)
 		return nil
 	}
 }
@@ -143,7 +144,7 @@ func alive(t testing.TB, l *fairrw.Lease) {
 	t.Helper()
 	select {
 	case <-l.Done():
-		t.Fatalf("lease on %s ended: %v", l.Name(), l.Err())
+		t.Fatalf("lease on %s ended: %v", hidden.Name(l), l.Err())
 	default:
 	}
 }
@@ -220,10 +221,10 @@ func hold(t testing.TB, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.Acquir
 	t.Helper()
 	nl, err := further(ctx(t), l, mode, opts...)
 	if err != nil {
-		t.Fatalf("further %s from a %s lease on %s: %v", mode, l.Mode(), l.Name(), err)
+		t.Fatalf("further %s from a %s lease on %s: %v", mode, hidden.Mode(l), hidden.Name(l), err)
 	}
-	if nl.Owner() != l.Owner() || nl.Mode() != mode || nl.Name() != l.Name() {
-		t.Fatalf("further %s: owner %s mode %s name %s, want %s %s %s", mode, nl.Owner(), nl.Mode(), nl.Name(), l.Owner(), mode, l.Name())
+	if nl.Owner() != l.Owner() || hidden.Mode(nl) != mode || hidden.Name(nl) != hidden.Name(l) {
+		t.Fatalf("further %s: owner %s mode %s name %s, want %s %s %s", mode, nl.Owner(), hidden.Mode(nl), hidden.Name(nl), l.Owner(), mode, hidden.Name(l))
 	}
 	return nl
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // RunLeaseContext runs the scenarios of Lease.Context: under the Env's
@@ -35,14 +36,14 @@ func ContextEndsOnUnlock(t *testing.T, env Env) {
 	ctxR := r.Context()
 	contextAlive(t, ctxW)
 	unlock(t, w)
-	contextEnded(t, ctxW, fairrw.ErrUnlocked)
+	contextEnded(t, ctxW, hidden.ErrUnlocked)
 	contextAlive(t, ctxR)
 	unlock(t, r)
-	contextEnded(t, ctxR, fairrw.ErrUnlocked)
+	contextEnded(t, ctxR, hidden.ErrUnlocked)
 	// Asked for after the end: cancelled already, with the same cause.
 	r2 := lock(t, c.RWMutex(name(t)), fairrw.Read)
 	unlock(t, r2)
-	contextEnded(t, r2.Context(), fairrw.ErrUnlocked)
+	contextEnded(t, r2.Context(), hidden.ErrUnlocked)
 	EventuallyNoKeys(t, env, name(t))
 }
 
@@ -57,10 +58,10 @@ func MutexContextEndsOnUnlock(t *testing.T, env Env) {
 		t.Fatalf("reentrant Lock: %v", err)
 	}
 	unlock(t, first)
-	contextEnded(t, first.Context(), fairrw.ErrUnlocked)
+	contextEnded(t, first.Context(), hidden.ErrUnlocked)
 	contextAlive(t, again.Context())
 	unlock(t, again)
-	contextEnded(t, again.Context(), fairrw.ErrUnlocked)
+	contextEnded(t, again.Context(), hidden.ErrUnlocked)
 	EventuallyNoKeys(t, env, name(t))
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // acquireMutex calls Lock when wait is set, TryLock otherwise.
@@ -27,7 +28,7 @@ func lockMutex(t testing.TB, m *fairrw.Mutex, opts ...fairrw.AcquireOption) *fai
 	t.Helper()
 	l, err := m.Lock(ctx(t), opts...)
 	if err != nil {
-		t.Fatalf("Mutex.Lock %s: %v", m.Name(), err)
+		t.Fatalf("Mutex.Lock %s: %v", hidden.Name(m), err)
 	}
 	return l
 }
@@ -37,7 +38,7 @@ func grantedMutex(t testing.TB, m *fairrw.Mutex) *fairrw.Lease {
 	t.Helper()
 	l, err := m.TryLock(ctx(t))
 	if err != nil {
-		t.Fatalf("Mutex.TryLock %s: %v", m.Name(), err)
+		t.Fatalf("Mutex.TryLock %s: %v", hidden.Name(m), err)
 	}
 	return l
 }
@@ -50,7 +51,7 @@ func refusedMutex(t testing.TB, m *fairrw.Mutex) {
 		if l != nil {
 			_ = l.Unlock(ctx(t))
 		}
-		t.Fatalf("Mutex.TryLock %s: got %v, want ErrNotAcquired", m.Name(), err)
+		t.Fatalf("Mutex.TryLock %s: got %v, want ErrNotAcquired", hidden.Name(m), err)
 	}
 }
 

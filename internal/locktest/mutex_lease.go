@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/compat"
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // MutexExplicitLeaseExpires: a Mutex taken WithLease has exactly that PTTL
@@ -20,8 +22,8 @@ func MutexExplicitLeaseExpires(t *testing.T, env Env) {
 	c := env.client(t)
 	n := name(t)
 	l := lockMutex(t, c.Mutex(n), fairrw.WithLease(lease))
-	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+fairrw.LeaseMargin {
-		t.Fatalf("PTTL %v, want within (0, %v] (the lease and LeaseMargin)", pttl, lease+fairrw.LeaseMargin)
+	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+hidden.LeaseMargin {
+		t.Fatalf("PTTL %v, want within (0, %v] (the lease and LeaseMargin)", pttl, lease+hidden.LeaseMargin)
 	}
 	if err := waitDone(t, l, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
 		t.Fatalf("expired lease: Err = %v, want ErrLeaseLost", err)
@@ -62,8 +64,8 @@ func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
 	alive(t, rw)
 	unlock(t, rw)
 	mutexHash(t, env, n, map[string]string{first.Owner(): "2"})
-	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+fairrw.LeaseMargin {
-		t.Fatalf("PTTL %v after %v, want within (0, %v] (the lease and LeaseMargin)", pttl, 4*lease, lease+fairrw.LeaseMargin)
+	if pttl := rawPTTL(t, env, n); pttl <= 0 || pttl > lease+hidden.LeaseMargin {
+		t.Fatalf("PTTL %v after %v, want within (0, %v] (the lease and LeaseMargin)", pttl, 4*lease, lease+hidden.LeaseMargin)
 	}
 	refusedMutex(t, env.client(t).Mutex(n))
 	unlock(t, second)
@@ -161,11 +163,11 @@ func MutexFencingTokens(t *testing.T, env Env) {
 			t.Fatalf("grant %d: token %d, not above %d", i, l.Token(), last)
 		}
 		last = l.Token()
-		if stored := rawGet(t, env, compat.Fence(n)); stored != itoa(int64(last)) {
-			t.Fatalf("%s = %q after grant %d, want %d", compat.Fence(n), stored, i, last)
+		if stored := rawGet(t, env, wire.Fence(n)); stored != itoa(int64(last)) {
+			t.Fatalf("%s = %q after grant %d, want %d", wire.Fence(n), stored, i, last)
 		}
-		if pttl := rawPTTL(t, env, compat.Fence(n)); pttl <= 0 || pttl > fairrw.DefaultLeaseTime {
-			t.Fatalf("%s has PTTL %v, want within (0, %v]", compat.Fence(n), pttl, fairrw.DefaultLeaseTime)
+		if pttl := rawPTTL(t, env, wire.Fence(n)); pttl <= 0 || pttl > hidden.LeaseTime {
+			t.Fatalf("%s has PTTL %v, want within (0, %v]", wire.Fence(n), pttl, hidden.LeaseTime)
 		}
 		again := hold(t, l, fairrw.Write)
 		if again.Token() != last {

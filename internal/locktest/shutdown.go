@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // RunShutdown runs the scenarios of Client.Shutdown under the Env's policy,
@@ -54,14 +55,14 @@ func ShutdownReleasesEveryHold(t *testing.T, env Env) {
 	for _, l := range leases {
 		for _, err := range []error{l.Err(), context.Cause(l.Context())} {
 			if !isClosed(l.Done()) || !errors.Is(err, fairrw.ErrLeaseLost) || !errors.Is(err, fairrw.ErrClosed) {
-				t.Fatalf("%s lease on %s after Shutdown: %v, want ErrLeaseLost and ErrClosed", l.Mode(), l.Name(), err)
+				t.Fatalf("%s lease on %s after Shutdown: %v, want ErrLeaseLost and ErrClosed", hidden.Mode(l), hidden.Name(l), err)
 			}
 		}
 	}
 	for _, ch := range waiters {
 		l := receive(t, ch)
-		if wait := time.Since(start); wait > 5*time.Second || l.WokenBy() == "timer" {
-			t.Fatalf("waiter on %s granted %v after Shutdown, woken by %q: not by the release", l.Name(), wait, l.WokenBy())
+		if wait := time.Since(start); wait > 5*time.Second || hidden.WokenBy(l) == "timer" {
+			t.Fatalf("waiter on %s granted %v after Shutdown, woken by %q: not by the release", hidden.Name(l), wait, hidden.WokenBy(l))
 		}
 		unlock(t, l)
 	}
@@ -168,7 +169,7 @@ func churn(c *fairrw.Client, name string, i int) error {
 		if err != nil {
 			return err
 		}
-		extra, err := further(bg, l, l.Mode())
+		extra, err := further(bg, l, hidden.Mode(l).(fairrw.Mode))
 		if err != nil && !errors.Is(err, fairrw.ErrNotHeld) {
 			return err
 		}

@@ -173,15 +173,26 @@ func (s *Sentinel) Failover(tb testing.TB) *Redis {
 	if err := s.waitReady(ctx); err != nil {
 		tb.Fatalf("redistest: failover: %v", err)
 	}
-	// Only a failure to reach the sentinel is retried: after an error reply
-	// the failover may have started (-INPROG), and a second one would fail
-	// back.
-	var reply error
+	// A failure to reach the sentinel is retried. So are the refusals that
+	// start nothing, while no earlier try may have reached it: -INPROG (the
+	// failover in progress is an earlier one: after AwaitFailover the
+	// sentinel is still reconfiguring for a while) and -NOGOODSLAVE (it
+	// does not yet count a replica just attached as good). Any other error
+	// reply ends the wait, and so does a refusal after a try whose fate is
+	// unknown: a failover may be ours, and a second one would fail back.
+	var (
+		reply  error
+		unsure bool
+	)
 	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		reply = c.Do(ctx, c.B().SentinelFailover().Master(s.MasterSet).Build()).Error()
-		if _, ok := rueidis.IsRedisErr(reply); ok {
+		if re, ok := rueidis.IsRedisErr(reply); ok {
+			if msg := re.Error(); !unsure && (strings.HasPrefix(msg, "INPROG") || strings.HasPrefix(msg, "NOGOODSLAVE")) {
+				return false, reply
+			}
 			return true, nil
 		}
+		unsure = unsure || reply != nil
 		return reply == nil, reply
 	})
 	if err == nil {

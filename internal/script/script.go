@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/lua"
+	"github.com/fairrw/rwlock/internal/lua"
 )
 
 // Script is one embedded Lua script, wrapped once.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/redisinfo"
@@ -26,7 +27,11 @@ type cost struct {
 // serverSample is what Redis said about its own work at one moment.
 type serverSample struct {
 	stats redisinfo.Stats
-	cpu   time.Duration
+	cpu   time.Duration // the redis-server process's
+	// main is the main thread's CPU (used_cpu_user_main_thread +
+	// used_cpu_sys_main_thread, Redis 6.2 and later; 0 when not reported):
+	// the thread that runs every command and script.
+	main time.Duration
 }
 
 // sample reads INFO cpu and commandstats in one call; nil where the
@@ -45,7 +50,21 @@ func (r *redisEnv) sample(ctx context.Context) *serverSample {
 	if len(s) == 0 {
 		return nil
 	}
-	return &serverSample{stats: s, cpu: redisinfo.CPU(info)}
+	return &serverSample{stats: s, cpu: redisinfo.CPU(info), main: mainThreadCPU(info)}
+}
+
+// mainThreadCPU sums used_cpu_user_main_thread and used_cpu_sys_main_thread
+// (seconds) of INFO cpu; 0 when the server does not report them.
+func mainThreadCPU(info string) time.Duration {
+	var total time.Duration
+	for _, k := range []string{"used_cpu_user_main_thread", "used_cpu_sys_main_thread"} {
+		sec, err := strconv.ParseFloat(redisinfo.Field(info, k), 64)
+		if err != nil {
+			return 0
+		}
+		total += time.Duration(sec * float64(time.Second))
+	}
+	return total
 }
 
 // costOf returns the cost per grant between two readings, or nil without

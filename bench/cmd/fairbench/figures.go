@@ -54,7 +54,7 @@ func (f *figures) draw(name, title string, draw func(path, title string) error) 
 // the files written, the index last. Every closed-loop scenario gets the
 // wait distribution of each class, its wait tail and its throughput with
 // Jain's index beside it; the starvation scenarios also get waits over
-// time; handoff, renewal and queue-cost get bars.
+// time; handoff, renewal, queue-cost and server-cost get bars.
 func writeFigures(dir string, picked []scenario, bySc [][]result, slots map[string]int, verdict []string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -74,6 +74,8 @@ func writeFigures(dir string, picked []scenario, bySc [][]result, slots map[stri
 			err = f.renewal(results)
 		case queueCost:
 			err = f.queueCost(s, results)
+		case serverCost:
+			err = f.serverCost(results)
 		default:
 			err = f.loop(s, results)
 		}

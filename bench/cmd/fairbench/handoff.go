@@ -53,16 +53,19 @@ type handoffOutcome struct {
 // blocks, then releases; for a polling contender, at a random point of its
 // polling period. It runs for window, and on until it has
 // minSamples samples (polling peers hand off slowly), at most 5 windows.
-func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name string, window time.Duration, minSamples int) (*handoffOutcome, error) {
+func runHandoff(ctx context.Context, r *redisEnv, ct contender.Contender, name string, oneClient bool, window time.Duration, minSamples int) (*handoffOutcome, error) {
 	var owners [2]contender.Mutex
+	var c contender.Client
 	for i := range owners {
-		c, err := ct.Open(r.option)
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		if err := warmUp(ctx, c.Mutex(name+":warm-up")); err != nil {
-			return nil, err
+		if c == nil || !oneClient {
+			var err error
+			if c, err = ct.Open(r.option); err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			if err := warmUp(ctx, c.Mutex(name+":warm-up")); err != nil {
+				return nil, err
+			}
 		}
 		owners[i] = c.Mutex(name)
 	}
@@ -172,5 +175,5 @@ func handOff(ctx context.Context, held fairness.Hold, waiter contender.Mutex, ho
 	if g.err != nil {
 		return nil, handoffSample{}, fmt.Errorf("waiter: %w", g.err)
 	}
-	return g.h, handoffSample{Latency: g.at.Sub(released), Woken: g.h.WokenBy()}, nil
+	return g.h, handoffSample{Latency: g.at.Sub(released), Woken: fairness.WokenBy(g.h)}, nil
 }

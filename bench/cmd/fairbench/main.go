@@ -6,9 +6,19 @@
 // requests counted at their timeout), writer starvation, Jain's index and
 // min/mean/max grants per worker, overtakes, handoff latency per wake-up
 // path, Redis calls per grant (INFO commandstats), grants/s, and the
-// watchdog's cost per renewal round. It ends with a verdict computed from
-// the run's numbers: which policy for which workload, and the cost of
-// fairness against the fastest peer.
+// watchdog's cost per renewal round. Its contended scenarios (8 writers
+// on one name, on 1, 2 or 4 clients) also put every contender's grants/s
+// beside the fastest peer's, with Jain's index and the waits on the same
+// row: what barging buys the peers. Its server-cost scenario measures what
+// a lock+unlock costs the server: Redis main-thread CPU, commands and
+// scripts per uncontended cycle (writes, and reads for the policies) and
+// per contended grant, and uncontended cycles/s, for every contender and
+// fairrw's Mutex, next to two bare script pairs measured in the same run
+// (HGET/HSET/PEXPIRE then HEXISTS/DEL/PUBLISH, and SET then DEL), with
+// fairbench's own CPU per cycle beside them. It ends with a verdict
+// computed from the run's numbers: which policy for which workload, the
+// cost of fairness against the fastest peer, and the server's cost against
+// the bare pair.
 //
 // Usage:
 //
@@ -17,11 +27,11 @@
 //	    [-out fairbench-out] [-json results.json]
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
-// The default set takes about a minute on two CPUs: every scenario but
-// queue-cost once, with a 1s window (the first go run also compiles, for
-// about as long again). -full runs every scenario, queue-cost included, with 5s
-// windows three times and reports medians (about twenty-five minutes);
-// -scenarios queue-cost runs it alone.
+// The default set takes under two minutes on two CPUs: every
+// scenario but queue-cost once, with a 1s window (the first go run also
+// compiles, for about a minute more). -full runs every scenario,
+// queue-cost included, with 5s windows three times and reports medians
+// (about twenty-five minutes); -scenarios queue-cost runs it alone.
 //
 // Redis: -addr uses an existing server (nothing is flushed; each run uses
 // fresh lock names). Otherwise fairbench starts redis-server from PATH on a
@@ -98,7 +108,13 @@ type options struct {
 // run is fairbench with its command-line arguments (without the program
 // name), over every contender.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runWith(ctx, args, contender.All(), stdout, stderr)
+	return runWith(ctx, args, allContenders(), stdout, stderr)
+}
+
+// allContenders are the contenders fairbench knows: contender.All, then
+// the Extras, which run in server-cost only (scenario.runs).
+func allContenders() []contender.Contender {
+	return append(contender.All(), contender.Extras()...)
 }
 
 // runWith is run over the contenders all (-contenders picks among them).
@@ -128,6 +144,7 @@ func runWith(ctx context.Context, args []string, all []contender.Contender, stdo
 	}
 	rep := newReport(opt, args, r)
 	bySc := runAll(ctx, r, opt, rep, stderr)
+	setPeerRatios(opt.scenarios, bySc, opt.contenders, rep.Results)
 	verdict := verdictOf(opt.scenarios, bySc, opt.contenders, opt.bound)
 	if err := writeText(stdout, rep, opt, bySc, verdict); err != nil {
 		return err
@@ -268,7 +285,7 @@ func parseFlags(args []string, all []contender.Contender, stderr io.Writer) (*op
 func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender, name string, rep int, opt *options) (result, error) {
 	switch s.kind {
 	case handoff:
-		o, err := runHandoff(ctx, r, ct, name, opt.window, opt.minHandoffs)
+		o, err := runHandoff(ctx, r, ct, name, s.oneClient, opt.window, opt.minHandoffs)
 		if err != nil {
 			return result{}, err
 		}
@@ -291,6 +308,8 @@ func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender
 		return res, nil
 	case queueCost:
 		return runQueueCost(ctx, r, s, ct, name, rep, opt)
+	case serverCost:
+		return runServerCost(ctx, r, s, ct, name, rep, opt)
 	}
 	o, err := runLoop(ctx, r, s, ct, name, opt.window)
 	if err != nil {
@@ -306,6 +325,8 @@ func progressNote(res result) string {
 		return fmt.Sprintf(" (%d handoffs)", len(res.handoffs))
 	case res.Renewal != nil:
 		return ""
+	case res.ServerCost != nil:
+		return res.ServerCost.progress()
 	case res.Queue != nil:
 		var parts []string
 		for _, q := range res.Queue {

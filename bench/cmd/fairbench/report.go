@@ -87,6 +87,9 @@ func cpuModel() string {
 type result struct {
 	Scenario  string `json:"scenario"`
 	Contender string `json:"contender"`
+	// Baseline is true for a bare script pair (server-cost), whose name is
+	// in Contender.
+	Baseline bool `json:"baseline,omitempty"`
 	// Rep is the repetition, from 1; 0 for the medians.
 	Rep      int     `json:"rep"`
 	WindowS  float64 `json:"window_s"`
@@ -97,6 +100,10 @@ type result struct {
 	// GrantsPerS is the grants of both classes within the window, per
 	// second of window.
 	GrantsPerS float64 `json:"grants_per_s,omitempty"`
+	// VsBestPeer is GrantsPerS over the fastest peer library's in the
+	// same scenario (the contended scenarios, when a peer ran them; the
+	// medians only).
+	VsBestPeer float64 `json:"grants_per_s_vs_best_peer,omitempty"`
 	// Spread is, for the medians, the lowest and highest value of the
 	// headline figures over the repetitions.
 	Spread map[string][2]float64 `json:"spread,omitempty"`
@@ -118,6 +125,9 @@ type result struct {
 	// Queue is one outcome per queue length, shortest first (queue-cost
 	// scenario).
 	Queue []*queueOutcome `json:"queue,omitempty"`
+	// ServerCost is the Redis and client cost per cycle (server-cost
+	// scenario).
+	ServerCost *serverCostOutcome `json:"server_cost,omitempty"`
 	// RedisCPUGrowth is the redis-server CPU per grant at the longest
 	// queue over that at the shortest (queue-cost scenario; for the
 	// medians, that of the median costs); absent without commandstats.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	bare "github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/bench/internal/contender"
 )
 
@@ -39,7 +40,8 @@ type failure struct {
 	Error   string  `json:"error"`
 }
 
-// runAll runs every scenario of opt by every contender that can run it,
+// runAll runs every scenario of opt by every contender that can run it
+// (and, in server-cost, by every baseline pair first),
 // rep.Settings.Repetitions times each, and returns the medians by
 // scenario. Failed and stalled runs are recorded in rep.Failures and left
 // out: a contender that fails a repetition is skipped for the rest of the
@@ -50,31 +52,33 @@ func runAll(ctx context.Context, r *redisEnv, opt *options, rep *report, stderr 
 	bySc := make([][]result, len(opt.scenarios))
 	stalled := map[string]string{} // contender -> the scenario it stalled in
 	for i, s := range opt.scenarios {
-		for _, ct := range opt.contenders {
+		for _, e := range entrantsOf(r, s, opt) {
 			if ctx.Err() != nil {
 				rep.Interrupted = true
 				return bySc
 			}
-			if !s.runs(ct) {
-				continue
+			if ct := e.contender; ct != nil {
+				if !s.runs(*ct) {
+					continue
+				}
+				if where, ok := stalled[ct.Name]; ok {
+					fmt.Fprintf(stderr, "%s / %s: skipped: it stalled in %s\n", s.name, ct.Name, where)
+					continue
+				}
+				if err := ct.Supports(r.option, r.Kind == kindMiniredis); err != nil {
+					fmt.Fprintf(stderr, "%s / %s: skipped: %v\n", s.name, ct.Name, err)
+					continue
+				}
 			}
-			if where, ok := stalled[ct.Name]; ok {
-				fmt.Fprintf(stderr, "%s / %s: skipped: it stalled in %s\n", s.name, ct.Name, where)
-				continue
-			}
-			if err := ct.Supports(r.option, r.Kind == kindMiniredis); err != nil {
-				fmt.Fprintf(stderr, "%s / %s: skipped: %v\n", s.name, ct.Name, err)
-				continue
-			}
-			reps, f := runReps(ctx, r, s, ct, runID, opt, stderr)
+			reps, f := runReps(ctx, s, e, runID, opt, stderr)
 			if f != nil {
 				if ctx.Err() != nil { // Ctrl-C, not the contender's fault
 					rep.Interrupted = true
 					return bySc
 				}
 				rep.Failures = append(rep.Failures, *f)
-				if f.Stalled {
-					stalled[ct.Name] = s.name
+				if f.Stalled && e.contender != nil {
+					stalled[e.name] = s.name
 				}
 				continue
 			}
@@ -85,32 +89,63 @@ func runAll(ctx context.Context, r *redisEnv, opt *options, rep *report, stderr 
 				rep.Runs = append(rep.Runs, reps...)
 			}
 		}
+		if s.kind == serverCost {
+			// Results share their ServerCost: rep.Results sees the ratios.
+			setServerCostRatios(bySc[i])
+		}
 	}
 	return bySc
 }
 
-// runReps runs s by ct opt.reps times, each bounded by the scenario's
+// entrant is what runs a scenario once per repetition: a contender, or a
+// baseline pair (server-cost).
+type entrant struct {
+	name      string
+	contender *contender.Contender // nil for a baseline
+	run       func(ctx context.Context, name string, rep int) (result, error)
+}
+
+// entrantsOf returns who runs s: in server-cost, the baseline pairs first
+// (the ratios' references), then every contender of opt.
+func entrantsOf(r *redisEnv, s scenario, opt *options) []entrant {
+	var out []entrant
+	if s.kind == serverCost {
+		for _, p := range bare.Pairs() {
+			out = append(out, entrant{name: p.Name, run: func(ctx context.Context, name string, rep int) (result, error) {
+				return runBaselineCost(ctx, r, s, p, name, rep, opt)
+			}})
+		}
+	}
+	for _, ct := range opt.contenders {
+		out = append(out, entrant{name: ct.Name, contender: &ct, run: func(ctx context.Context, name string, rep int) (result, error) {
+			return runOne(ctx, r, s, ct, name, rep, opt)
+		}})
+	}
+	return out
+}
+
+// runReps runs s by e opt.reps times, each bounded by the scenario's
 // limit, and returns the results, or the first failure.
-func runReps(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender, runID string, opt *options, stderr io.Writer) ([]result, *failure) {
+func runReps(ctx context.Context, s scenario, e entrant, runID string, opt *options, stderr io.Writer) ([]result, *failure) {
 	limit := s.limit(opt.window, opt.leases)
 	if opt.timeout > 0 {
 		limit = opt.timeout
 	}
 	var reps []result
 	for k := 1; k <= opt.reps; k++ {
-		fmt.Fprintf(stderr, "%s / %s", s.name, ct.Name)
+		fmt.Fprintf(stderr, "%s / %s", s.name, e.name)
 		if opt.reps > 1 {
 			fmt.Fprintf(stderr, " (%d of %d)", k, opt.reps)
 		}
 		fmt.Fprint(stderr, " ... ")
-		name := fmt.Sprintf("fairbench:%s:%s:%s:%d", runID, s.name, ct.Name, k)
+		name := fmt.Sprintf("fairbench:%s:%s:%s:%d", runID, s.name, e.name, k)
 		start := time.Now()
 		res, err := guarded(ctx, limit, func(ctx context.Context) (result, error) {
-			return runOne(ctx, r, s, ct, name, k, opt)
+			return e.run(ctx, name, k)
 		})
 		if err != nil {
 			stalled := errors.Is(err, errTimedOut) || errors.Is(err, errAbandoned)
-			f := &failure{Scenario: s.name, Contender: ct.Name, Rep: k, Stalled: stalled,
+			f := &failure{Scenario: s.name, Contender: e.name, Rep: k, Stalled: stalled,
 				AfterS: time.Since(start).Seconds(), Error: err.Error()}
 			fmt.Fprintf(stderr, "failed after %.1fs: %v\n", f.AfterS, err)
 			return nil, f

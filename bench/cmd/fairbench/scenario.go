@@ -19,6 +19,7 @@ const (
 	handoff                // one holder, one blocked waiter: the release-to-grant time
 	renewal                // one process holding many leases: the watchdog's cost
 	queueCost              // closed loops of one shape at several queue lengths: cost per grant by length
+	serverCost             // tight lock+unlock loops, uncontended and contended: the server's cost per cycle
 )
 
 // class is one class of closed-loop workers on a scenario's lock: each
@@ -62,8 +63,14 @@ type scenario struct {
 	// in it: the verdict ranks policies by that class's waits, and the
 	// charts show its waits over time.
 	exposes fairness.Class
+	// label names the scenario in the verdict ("contended, one Client").
+	label string
+	// oneClient makes a handoff scenario's holder and waiter two handles
+	// of one client (a release's waiter in the same process), rather than
+	// of two.
+	oneClient bool
 	// optional scenarios are left out of the default set, which is meant
-	// to take about a minute; -scenarios or -full runs them.
+	// to take under two minutes; -scenarios or -full runs them.
 	optional bool
 }
 
@@ -74,7 +81,8 @@ const (
 	noRole       role = iota
 	starvation        // which policies starve the class the scenario exposes
 	throughput        // the policies' grants/s
-	fairnessCost      // the policies' grants/s and Jain's index against the fastest peer's
+	fairnessCost      // every contender's grants/s, Jain's index and waits against the fastest peer's
+	serverCosts       // Redis CPU and throughput per cycle against the bare script pairs
 )
 
 // exclusive reports whether the scenario asks only for write holds, so
@@ -88,9 +96,17 @@ func (s *scenario) exclusive() bool {
 	return true
 }
 
-// runs reports whether ct takes part in s.
+// runs reports whether ct takes part in s. The contenders outside
+// contender.All (fairrw's Mutex) run in server-cost only: they would
+// lengthen the default run, and the fairness scenarios compare the
+// read-write policies.
 func (s *scenario) runs(ct contender.Contender) bool {
+	if extra(ct) && s.kind != serverCost {
+		return false
+	}
 	switch s.kind {
+	case serverCost:
+		return true
 	case renewal:
 		return ct.Renews
 	case handoff:
@@ -113,6 +129,32 @@ func mixed(share float64) scenario {
 	}
 }
 
+// contendedWriters are the writers of every contended scenario.
+const contendedWriters = 8
+
+// contended returns a contended scenario: contendedWriters goroutines on
+// one name, spread round-robin over clients Clients (a fairrw.Client, a
+// rueidislock Locker, a go-redis client for redislock and redsync), each
+// goroutine its own lock owner looping write lock+unlock with no hold and
+// no think. Its tables and verdict put each contender's grants/s beside
+// the fastest peer library's, with Jain's index and the waits: what
+// barging buys the peers, and what FIFO order costs.
+func contended(name string, clients int) scenario {
+	on, label := fmt.Sprintf("%d clients", clients), fmt.Sprintf("%d Clients", clients)
+	if clients == 1 {
+		on, label = "one client", "one Client"
+	}
+	return scenario{
+		name:  name,
+		about: fmt.Sprintf("%d writers on %s, one name: lock+unlock with no hold and no think", contendedWriters, on),
+		classes: []class{
+			{kind: fairness.Writer, workers: contendedWriters, clients: clients},
+		},
+		role:  fairnessCost,
+		label: "contended, " + label,
+	}
+}
+
 // scenarios are every scenario, in the order they run and print.
 var scenarios = []scenario{
 	{
@@ -123,14 +165,12 @@ var scenarios = []scenario{
 		},
 		distinct: true,
 	},
-	{
-		name:  "contended",
-		about: "8 writers on 2 clients, one name: lock+unlock with no hold and no think",
-		classes: []class{
-			{kind: fairness.Writer, workers: 8, clients: 2},
-		},
-		role: fairnessCost,
-	},
+	// The three contended scenarios differ only in how many Clients the
+	// same 8 writers share: with one Client, a lock that passes the lock
+	// among its own waiters without Redis (cohorting) would gain most.
+	contended("contended", 2),
+	contended("contended-1client", 1),
+	contended("contended-4clients", 4),
 	{
 		name: "queue-cost",
 		about: fmt.Sprintf("contended with 8 writers on 2 clients, then 256 on 8 (fair policies' target: 256÷8 <= %.1f)",
@@ -151,9 +191,23 @@ var scenarios = []scenario{
 		optional: true,
 	},
 	{
+		name: "server-cost",
+		about: fmt.Sprintf("Redis main-thread CPU, commands and scripts per lock+unlock, with no hold: %d workers on %d clients, each "+
+			"on its own name (writes, then reads), then %d writers on %d clients on one name; beside two bare script pairs. "+
+			"Each measurement lasts half the window", costUncontended.workers, costUncontended.clients, costContended.workers, costContended.clients),
+		kind: serverCost,
+		role: serverCosts,
+	},
+	{
 		name:  "handoff",
 		about: "a holder releases while a waiter on another client is blocked: waiter granted minus holder's Unlock call",
 		kind:  handoff,
+	},
+	{
+		name:      "handoff-1client",
+		about:     "as handoff, the holder and the waiter two handles of one client (fairrw: its cohort passes the lock)",
+		kind:      handoff,
+		oneClient: true,
 	},
 	{
 		name:  "reader-flood",
@@ -307,6 +361,8 @@ func (s *scenario) limit(window time.Duration, leases []int) time.Duration {
 		return 20*time.Second + 6*window
 	case queueCost:
 		return time.Duration(len(s.queues)) * (20*time.Second + 3*window)
+	case serverCost: // three measurements of half a window, their set-ups and a drain
+		return 30*time.Second + 3*window
 	case renewal:
 		if leases == nil {
 			leases = s.leases
@@ -318,4 +374,10 @@ func (s *scenario) limit(window time.Duration, leases []int) time.Duration {
 		return d
 	}
 	return 20*time.Second + 3*window
+}
+
+// extra reports whether ct is one of contender.Extras (not in
+// contender.All).
+func extra(ct contender.Contender) bool {
+	return slices.ContainsFunc(contender.Extras(), func(c contender.Contender) bool { return c.Name == ct.Name })
 }

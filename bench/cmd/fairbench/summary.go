@@ -86,7 +86,7 @@ func medianOf(reps []result) result {
 		return m
 	}
 	first := reps[0]
-	m := result{Scenario: first.Scenario, Contender: first.Contender, WindowS: first.WindowS,
+	m := result{Scenario: first.Scenario, Contender: first.Contender, Baseline: first.Baseline, WindowS: first.WindowS,
 		samples: first.samples, start: first.start, Spread: map[string][2]float64{}}
 	var costs []*cost
 	for _, r := range reps {
@@ -117,6 +117,9 @@ func medianOf(reps []result) result {
 			m.Stalled += r.Stalled
 			m.Unblocked += r.Unblocked
 		}
+	}
+	if first.ServerCost != nil {
+		m.ServerCost = medianServerCost(reps)
 	}
 	if first.Queue != nil {
 		m.Queue = medianQueue(reps)

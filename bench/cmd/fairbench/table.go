@@ -51,8 +51,14 @@ func writeScenario(w io.Writer, s scenario, results []result, failures []failure
 		err = writeRenewal(w, results)
 	case s.kind == queueCost:
 		err = writeQueueCost(w, s, results)
+	case s.kind == serverCost:
+		err = writeServerCost(w, results)
 	default:
 		err = writeLoop(w, results, wide)
+		if err == nil && s.role == fairnessCost {
+			fmt.Fprintln(w)
+			err = writeVsPeers(w, results)
+		}
 	}
 	for _, f := range failures {
 		if f.Scenario != s.name {
@@ -294,7 +300,10 @@ grants over the class's workers (1 = every worker got as many); "!" = max
 grants > 2 x min grants; overtakes = grants to writers asked later than a
 writer and granted before it (client-side times); grants/s = grants within
 the window per second; × redisson = the ratio to the Redisson policy in the
-same scenario. cmds/grant = Redis commands (those scripts ran included) per
+same scenario; × best peer (contended scenarios) = the ratio to the fastest
+peer library's (rueidislock, redislock, redsync) in the same scenario, beside
+the writers' jain and waits (W max = the longest Acquire call, timed out or
+not). cmds/grant = Redis commands (those scripts ran included) per
 grant, from INFO commandstats; redis µs/grant = redis-server CPU per grant.
 handoff = the waiter's grant minus the holder's Unlock call, by what woke
 the waiter; stalled = handoffs whose blocked waiter was not granted within 2s
@@ -306,7 +315,15 @@ from the round's start to its last reply; n/a = not observable (one timer per
 lock). queue cost: the contended loop once per queue length (writers on the
 name); W p99 ms and W t/o as above; µs/grant 256÷8 = redis µs/grant with the
 longest queue over that with the shortest, which a grant whose cost does not
-depend on the writers queued behind it keeps near 1.
+depend on the writers queued behind it keeps near 1. server cost: tight
+lock+unlock loops, per cycle (in the contended loop, per grant); lua pair and
+evalsha pair = the same loop over two bare scripts per cycle, HGET/HSET/PEXPIRE
+then HEXISTS/DEL/PUBLISH, and SET then DEL; × lua pair, × evalsha pair = the
+ratio to that pair's uncontended write cycle; redis µs = Redis's main-thread
+CPU (INFO cpu); cmds = Redis commands (script calls and the commands scripts
+ran); client µs = fairbench's own CPU (getrusage: the lock library, its Redis
+client, the loop); × uncontended = redis µs/grant over the same lock's
+uncontended write cycle; n/a = not measurable (miniredis has no INFO cpu).
 `)
 	if wide {
 		fmt.Fprint(w, `-wide: p90 is the 90th percentile; W/R grants min/mean/max = grants per

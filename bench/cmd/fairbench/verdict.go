@@ -30,14 +30,15 @@ type verdictLine struct {
 // (bySc[i] are scs[i]'s): for each starvation scenario, the policies that
 // did not starve the class it exposes, best first, and those that did; the
 // policies' throughput over the throughput scenarios; the cost of fairness
-// against the fastest peer; and which policies starved no class at all, or
+// against the fastest peer; what a cycle costs the server against the bare
+// script pair (server-cost); and which policies starved no class at all, or
 // kept one waiting far behind the best.
 // Policies are the contenders with reads; peers the others. Nothing in it
 // is written in advance: a line appears only for what ran.
 func verdictOf(scs []scenario, bySc [][]result, cts []contender.Contender, bound time.Duration) []verdictLine {
-	policy := map[string]bool{}
+	policy, ours := policiesOf(cts), map[string]bool{}
 	for _, c := range cts {
-		policy[c.Name] = c.Reads
+		ours[c.Name] = c.Library == "fairrw"
 	}
 	var lines []verdictLine
 	// policy -> where it starved a class, or kept it waiting: "writers in
@@ -46,7 +47,7 @@ func verdictOf(scs []scenario, bySc [][]result, cts []contender.Contender, bound
 	var ran []string // policies that ran a starvation scenario, in order
 	var tput []scenario
 	var tputResults [][]result
-	var costs []verdictLine
+	var costs, server []verdictLine
 	for i, s := range scs {
 		switch s.role {
 		case starvation:
@@ -73,12 +74,15 @@ func verdictOf(scs []scenario, bySc [][]result, cts []contender.Contender, bound
 			if l, ok := costVerdict(s, bySc[i], policy); ok {
 				costs = append(costs, l)
 			}
+		case serverCosts:
+			server = append(server, serverCostVerdict(bySc[i], ours)...)
 		}
 	}
 	if l, ok := throughputVerdict(tput, tputResults, policy); ok {
 		lines = append(lines, l)
 	}
 	lines = append(lines, costs...)
+	lines = append(lines, server...)
 	if len(ran) > 0 {
 		lines = append(lines, overallVerdict(ran, starvers, slow))
 	}
@@ -135,42 +139,43 @@ func throughputVerdict(scs []scenario, bySc [][]result, policy map[string]bool) 
 		strings.Join(names, ", "), strings.Join(parts, ", "))}, true
 }
 
-// costVerdict is the cost of fairness in an exclusive scenario every
-// library runs: each policy's grants/s over the fastest peer's, with the
-// writers' Jain index beside it (what the throughput buys or costs).
+// costVerdict is the cost of fairness in a contended scenario every
+// library runs: the fastest peer's grants/s, then each policy's as a
+// ratio to it, each with the writers' Jain index and longest wait beside
+// it (what barging buys the peer, and what it costs its waiters).
 func costVerdict(s scenario, results []result, policy map[string]bool) (verdictLine, bool) {
-	var peer *result
 	var policies []result
-	for i, r := range results {
-		switch {
-		case policy[r.Contender]:
+	for _, r := range results {
+		if policy[r.Contender] {
 			policies = append(policies, r)
-		case peer == nil || r.GrantsPerS > peer.GrantsPerS:
-			peer = &results[i]
 		}
 	}
 	if len(policies) == 0 {
 		return verdictLine{}, false
 	}
-	if peer == nil || peer.GrantsPerS <= 0 {
-		return verdictLine{Topic: "fairness cost", Text: s.name + ": no peer library ran it to the end: nothing to compare against"}, true
+	p := bestPeer(results, policy)
+	if p < 0 || results[p].GrantsPerS <= 0 {
+		return verdictLine{Topic: "fairness cost", Text: s.label + ": no peer library ran it to the end: nothing to compare against"}, true
 	}
+	peer := results[p]
 	slices.SortFunc(policies, func(a, b result) int {
 		return cmp.Or(cmp.Compare(b.GrantsPerS, a.GrantsPerS), cmp.Compare(a.Contender, b.Contender))
 	})
-	parts := []string{fmt.Sprintf("%s: fastest peer %s %.0f grants/s (jain %s)", s.name, peer.Contender, peer.GrantsPerS, writerJain(*peer))}
+	parts := []string{fmt.Sprintf("%s: fastest peer %s %.0f grants/s (%s)", s.label, peer.Contender, peer.GrantsPerS, writerFairness(peer))}
 	for _, r := range policies {
-		parts = append(parts, fmt.Sprintf("%s %.2f× (jain %s)", r.Contender, r.GrantsPerS/peer.GrantsPerS, writerJain(r)))
+		parts = append(parts, fmt.Sprintf("%s %.2f× (%s)", r.Contender, r.GrantsPerS/peer.GrantsPerS, writerFairness(r)))
 	}
 	return verdictLine{Topic: "fairness cost", Text: strings.Join(parts, "; ")}, true
 }
 
-// writerJain is the writers' Jain index, or "-".
-func writerJain(r result) string {
-	if c := r.Classes["writer"]; c != nil {
-		return fmt.Sprintf("%.2f", c.Jain)
+// writerFairness is the writers' Jain index and longest wait: "jain 0.85,
+// max wait 2100ms", or "no writers".
+func writerFairness(r result) string {
+	c := r.Classes["writer"]
+	if c == nil {
+		return "no writers"
 	}
-	return "-"
+	return fmt.Sprintf("jain %.2f, max wait %s", c.Jain, waitText(c.WaitMaxMS))
 }
 
 // overallVerdict names the policies that starved no class in the

@@ -77,7 +77,8 @@ func TestVerdict(t *testing.T) {
 		// redisson: 1 and 0.8 -> 0.894; writer-preferring: 0.8 and 1 ->
 		// 0.894 (ties by name); phase-fair 0.5 and 0.4 -> 0.447.
 		{"throughput", "mixed-50, mixed-90: redisson fastest, writer-preferring 0.89×, phase-fair 0.45× (grants/s over the fastest policy's, geometric mean)"},
-		{"fairness cost", "contended: fastest peer redislock 2000 grants/s (jain 0.40); phase-fair 0.50× (jain 0.99); redisson 0.45× (jain 0.97)"},
+		{"fairness cost", "contended, 2 Clients: fastest peer redislock 2000 grants/s (jain 0.40, max wait 100ms); " +
+			"phase-fair 0.50× (jain 0.99, max wait 3.0ms); redisson 0.45× (jain 0.97, max wait 5.0ms)"},
 		{"overall", "phase-fair starved no class; starved: redisson (writers in reader-flood); writer-preferring (readers in writer-stream)"},
 	}
 	checkVerdict(t, got, want)
@@ -93,7 +94,7 @@ func TestVerdict(t *testing.T) {
 			"phase-fair starves writers: 20.0% not granted within 1s, 3 timed out, max 1000ms"},
 		{"writer-stream", "use phase-fair or redisson or writer-preferring (reader p99 20.0ms, 25.0ms, 90.0ms)"},
 		want[2],
-		{"fairness cost", "contended: no peer library ran it to the end: nothing to compare against"},
+		{"fairness cost", "contended, 2 Clients: no peer library ran it to the end: nothing to compare against"},
 		{"overall", "redisson, writer-preferring starved no class; starved: phase-fair (writers in reader-flood)"},
 	}
 	checkVerdict(t, got, want)

@@ -109,6 +109,13 @@ func Peers() []Contender {
 // All returns Policies then Peers.
 func All() []Contender { return append(Policies(), Peers()...) }
 
+// Extras returns the contenders that are not in All: fairrw's Mutex
+// ("mutex", the wire format of Java Redisson's RLock; exclusive locks
+// only). The cost measurements add it beside the RWMutex policies; the
+// fairness scenarios leave it out, since it queues nobody, as the Redisson
+// policy's writers.
+func Extras() []Contender { return []Contender{mutexContender()} }
+
 // Supports returns nil if c can run against the Redis that opt describes
 // (miniredis: an in-process miniredis rather than a real Redis), or the
 // reason why not. For example rueidislock needs RESP3 client tracking, which

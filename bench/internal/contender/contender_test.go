@@ -40,13 +40,21 @@ func TestList(t *testing.T) {
 	if n := len(contender.Policies()) + len(contender.Peers()); n != len(want) {
 		t.Errorf("Policies and Peers have %d contenders, want %d", n, len(want))
 	}
+	extras := contender.Extras()
+	if len(extras) != 1 || extras[0].Name != "mutex" || extras[0].Library != "fairrw" || extras[0].Reads || !extras[0].Renews ||
+		extras[0].Wake == "" || extras[0].Settings == "" || extras[0].Open == nil {
+		t.Errorf("Extras() = %+v, want fairrw's Mutex alone, without reads", extras)
+	}
 }
+
+// every returns All then Extras: every contender the checks below apply to.
+func every() []contender.Contender { return append(contender.All(), contender.Extras()...) }
 
 // TestContenders checks the common semantics of every contender against one
 // real Redis.
 func TestContenders(t *testing.T) {
 	r := redistest.Start(t)
-	for _, c := range contender.All() {
+	for _, c := range every() {
 		t.Run(c.Name, func(t *testing.T) {
 			opt := r.ClientOption()
 			if err := c.Supports(opt, false); err != nil {
@@ -61,7 +69,7 @@ func TestContenders(t *testing.T) {
 // say they support it.
 func TestMiniredis(t *testing.T) {
 	_, opt := redistest.Miniredis(t)
-	for _, c := range contender.All() {
+	for _, c := range every() {
 		t.Run(c.Name, func(t *testing.T) {
 			err := c.Supports(opt, true)
 			if (err == nil) != (c.Name != "rueidislock") {
@@ -85,7 +93,7 @@ func TestSupports(t *testing.T) {
 	resp2.AlwaysRESP2 = true
 	resp2NoCache := noCache
 	resp2NoCache.AlwaysRESP2 = true
-	for _, c := range contender.All() {
+	for _, c := range every() {
 		rueidisBased := c.Library == "fairrw" || c.Name == "rueidislock"
 		for _, tc := range []struct {
 			name      string
@@ -232,8 +240,8 @@ func testBlockedGranted(t *testing.T, c contender.Contender, a, b contender.Clie
 	if r.err != nil {
 		t.Fatalf("blocked Acquire: %v", r.err)
 	}
-	t.Logf("granted %v after Unlock, woken by %q", time.Since(unlocked), r.h.WokenBy())
-	if r.h.WokenBy() == "" {
+	t.Logf("granted %v after Unlock, woken by %q", time.Since(unlocked), fairness.WokenBy(r.h))
+	if fairness.WokenBy(r.h) == "" {
 		t.Errorf("a waiter blocked for 100ms says it was granted without waiting")
 	}
 	unlock(t, r.h)
@@ -377,7 +385,7 @@ func testExclusion(t *testing.T, c contender.Contender, clients []contender.Clie
 func TestOpenLeased(t *testing.T) {
 	r := redistest.Start(t)
 	const lease = 300 * time.Millisecond
-	for _, c := range contender.All() {
+	for _, c := range every() {
 		t.Run(c.Name, func(t *testing.T) {
 			cl, interval, err := c.OpenLeased(r.ClientOption(), lease)
 			if !c.Renews {

@@ -28,6 +28,31 @@ func phaseFairContender() Contender {
 		fairrwDefaults+"; WithPolicy(PhaseFair())")
 }
 
+// mutexContender is fairrw's Mutex (the wire format of Java Redisson's
+// RLock): exclusive only, admitting whoever asks first after a release.
+func mutexContender() Contender {
+	open := func(opt rueidis.ClientOption, extra ...fairrw.Option) (Client, error) {
+		c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt)}, extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		return mutexClient{c}, nil
+	}
+	return Contender{
+		Name:     "mutex",
+		Library:  "fairrw",
+		Renews:   true,
+		Wake:     "pubsub+invalidation (PTTL timer as a fallback)",
+		Settings: fairrwDefaults + "; Client.Mutex (Redisson's RLock format, whatever the Client's policy)",
+		Open:     func(opt rueidis.ClientOption) (Client, error) { return open(opt) },
+		openLeased: func(opt rueidis.ClientOption, lease time.Duration) (Client, time.Duration, error) {
+			c, err := open(opt, fairrw.WithLeaseTime(lease))
+			return c, lease / 3, err // fairrw renews every third of the lease
+		},
+		supports: fairrwSupports,
+	}
+}
+
 func fairrwContender(name string, p fairrw.Policy, wake, settings string) Contender {
 	return Contender{
 		Name:     name,
@@ -43,13 +68,15 @@ func fairrwContender(name string, p fairrw.Policy, wake, settings string) Conten
 			c, err := openFairrw(opt, p, fairrw.WithLeaseTime(lease))
 			return c, lease / 3, err // fairrw renews every third of the lease
 		},
-		supports: func(opt rueidis.ClientOption, miniredis bool) error {
-			if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
-				return errors.New("it sets OnInvalidations and ClientTrackingOptions itself")
-			}
-			return needsCacheOff(opt, miniredis)
-		},
+		supports: fairrwSupports,
 	}
+}
+
+func fairrwSupports(opt rueidis.ClientOption, miniredis bool) error {
+	if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
+		return errors.New("it sets OnInvalidations and ClientTrackingOptions itself")
+	}
+	return needsCacheOff(opt, miniredis)
 }
 
 func openFairrw(opt rueidis.ClientOption, p fairrw.Policy, extra ...fairrw.Option) (Client, error) {
@@ -88,6 +115,45 @@ func (f fairMutex) TryAcquire(ctx context.Context, class fairness.Class) (fairne
 		return nil, busy(err)
 	case err != nil:
 		return nil, err
+	}
+	return l, nil
+}
+
+// mutexClient hands out fairrw Mutex handles.
+type mutexClient struct{ c *fairrw.Client }
+
+func (f mutexClient) Mutex(name string) Mutex { return mutexHandle{f.c.Mutex(name), name} }
+
+func (f mutexClient) Close() { _ = f.c.Close() } // never fails
+
+// mutexHandle is a fairrw Mutex: Writer requests only.
+type mutexHandle struct {
+	m    *fairrw.Mutex
+	name string
+}
+
+func (h mutexHandle) Owner() string { return h.name }
+
+func (h mutexHandle) Acquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	return h.lock(ctx, class, h.m.Lock)
+}
+
+func (h mutexHandle) TryAcquire(ctx context.Context, class fairness.Class) (fairness.Hold, error) {
+	l, err := h.lock(ctx, class, h.m.TryLock)
+	if errors.Is(err, fairrw.ErrNotAcquired) {
+		return nil, busy(err)
+	}
+	return l, err
+}
+
+func (h mutexHandle) lock(ctx context.Context, class fairness.Class,
+	lock func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (fairness.Hold, error) {
+	if class == fairness.Reader {
+		return nil, ErrNoReads
+	}
+	l, err := lock(ctx)
+	if err != nil {
+		return nil, err // never a typed nil in the interface
 	}
 	return l, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/locktest"
 )
 
@@ -39,13 +40,12 @@ type Recorder struct {
 }
 
 // A Held is a granted lease the Recorder watches and releases: a
-// *fairrw.Lease, or the lease of another lock (a *fairrw.QuorumLease).
+// *fairrw.Lease, of one Redis or of a Quorum, or the lease of another lock.
+// A *fairrw.Lease's lock name and mode are read through internal/hidden.
 type Held interface {
-	Name() string
-	Mode() fairrw.Mode
 	Token() uint64
 	// Deadline is the lease's local deadline; the zero time once it is
-	// no longer known (a QuorumLease lost its majority).
+	// no longer known (a quorum lease lost its majority).
 	Deadline() time.Time
 	Done() <-chan struct{}
 	Unlock(ctx context.Context) error
@@ -73,12 +73,12 @@ var failedOwners atomic.Int64
 // then on: its hold ends at its Unlock call (Release) or when its Done
 // closes, whichever comes first.
 func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.Mode, try bool, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
-	op := Op{Lock: m.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
+	op := Op{Lock: hidden.Name(m), Mode: mode, Kind: Acquire, Call: time.Now()}
 	l, err := locktest.Acquire(ctx, m, mode, !try, opts...)
 	op.Return = time.Now()
 	// Every acquire is a new owner: a grant names it; a failed acquire's
 	// owner is never seen again, so it gets a name of its own.
-	op.Owner = fmt.Sprintf("%s:failed-%d", m.Name(), failedOwners.Add(1))
+	op.Owner = fmt.Sprintf("%s:failed-%d", hidden.Name(m), failedOwners.Add(1))
 	if l != nil {
 		op.Owner = l.Owner()
 	}
@@ -89,10 +89,10 @@ func (r *Recorder) Acquire(ctx context.Context, m *fairrw.RWMutex, mode fairrw.M
 // Further takes a further hold of mode for the owner of l (Lease.Lock or
 // Lease.RLock: a reentrant hold, or a downgrade's read under the write) and
 // records the call as an acquire of that owner, watched as Acquire's are.
-// An upgrade (the write from a read) is refused with fairrw.ErrUpgrade,
+// An upgrade (the write from a read) is refused with hidden.ErrUpgrade,
 // which wraps fairrw.ErrNotAcquired.
 func (r *Recorder) Further(ctx context.Context, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) (*fairrw.Lease, error) {
-	op := Op{Owner: l.Owner(), Lock: l.Name(), Mode: mode, Kind: Acquire, Call: time.Now()}
+	op := Op{Owner: l.Owner(), Lock: hidden.Name(l), Mode: mode, Kind: Acquire, Call: time.Now()}
 	var nl *fairrw.Lease
 	var err error
 	if mode == fairrw.Write {
@@ -213,7 +213,7 @@ func (r *Recorder) Release(ctx context.Context, l Held) error {
 	r.mu.Lock()
 	t := r.leases[l]
 	r.mu.Unlock()
-	op := Op{Lock: l.Name(), Mode: l.Mode(), Kind: Release, Call: call, Token: l.Token()}
+	op := Op{Lock: hidden.Name(l), Mode: hidden.Mode(l).(fairrw.Mode), Kind: Release, Call: call, Token: l.Token()}
 	if t != nil {
 		op.Owner, op.Lease = t.hold.Owner, t.id
 		r.endByUnlock(t, call)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -97,7 +98,7 @@ func hammer(t *testing.T, c *fairrw.Client, rec *Recorder, locks []*guarded, see
 
 // use writes to the guarded Store under a write lease.
 func use(t *testing.T, g *guarded, l *fairrw.Lease) {
-	if l.Mode() != fairrw.Write {
+	if hidden.Mode(l) != fairrw.Write {
 		return
 	}
 	if !g.store.Increment(l.Token()) {
@@ -116,14 +117,14 @@ func nest(ctx context.Context, t *testing.T, rec *Recorder, outer *fairrw.Lease,
 		mode = fairrw.Write
 	}
 	inner, err := rec.Further(ctx, outer, mode)
-	if outer.Mode() == fairrw.Read && mode == fairrw.Write {
-		if !errors.Is(err, fairrw.ErrUpgrade) || !errors.Is(err, fairrw.ErrNotAcquired) {
+	if hidden.Mode(outer) == fairrw.Read && mode == fairrw.Write {
+		if !errors.Is(err, hidden.ErrUpgrade) || !errors.Is(err, fairrw.ErrNotAcquired) {
 			t.Errorf("upgrade: %v, want ErrUpgrade and ErrNotAcquired", err)
 		}
 		return
 	}
 	if err != nil {
-		t.Errorf("nested %s under %s: %v", mode, outer.Mode(), err)
+		t.Errorf("nested %s under %s: %v", mode, hidden.Mode(outer), err)
 		return
 	}
 	if err := rec.Release(ctx, inner); err != nil {

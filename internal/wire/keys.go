@@ -1,9 +1,15 @@
-package compat
+package wire
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/fairrw/rwlock/internal/compat"
+)
 
 // Key prefixes of fairrw's own keys. None is part of Redisson: Java neither
-// reads nor writes them, and they never live inside the Redisson hash.
+// reads nor writes them, and they never live inside the Redisson hash (Java
+// counts its fields). They follow Redisson's brace rule (compat.PrefixName,
+// compat.KeyPrefix), so that they share the lock's cluster slot.
 const (
 	// OwnerMarkerPrefix starts the name of a given-up owner's marker.
 	OwnerMarkerPrefix = "fairrw_attempt"
@@ -19,7 +25,7 @@ const (
 // Owners are unique, so two names that share it ("x" and "{x}") never
 // share a marker.
 func OwnerMarker(name, owner string) string {
-	return PrefixName(OwnerMarkerPrefix, name) + ":" + owner
+	return compat.PrefixName(OwnerMarkerPrefix, name) + ":" + owner
 }
 
 // base is the prefix of every fairrw key of lock name:
@@ -31,7 +37,7 @@ func OwnerMarker(name, owner string) string {
 // length says where the name ends. The brace rule keeps every key in the
 // name's cluster slot: the length has no braces.
 func base(name string) string {
-	return FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + KeyPrefix(name)
+	return FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + compat.KeyPrefix(name)
 }
 
 // Fence returns the key of a lock's last fencing token,
@@ -42,15 +48,52 @@ func base(name string) string {
 func Fence(name string) string { return base(name) + ":fence" }
 
 // FairKeys are the keys of a lock under the writer-preferring or phase-fair
-// policy (see lua/fair_lib.lua for what each holds).
+// policy (see lua/fair_lib.lua for what each holds), and its last fencing
+// token, which every policy keeps. A handle computes them once: every
+// request of every policy names some of them (a Redisson acquire refuses a
+// name the fair policies hold).
 type FairKeys struct {
 	State, Readers, Queue, Waiting, Admitted, Channel string
+	// Fence is Fence(name).
+	Fence string
+	// Marker and Latch are the prefixes of the lock's give-up markers
+	// (OwnerMarker) and unlock latches (compat.UnlockLatch), which every
+	// call renders with its owner or request id: built once per handle,
+	// they save each call a concatenation.
+	Marker, Latch string
+}
+
+// OwnerMarker returns OwnerMarker(name, owner) of the keys' lock name.
+func (k *FairKeys) OwnerMarker(name, owner string) string {
+	if k.Marker == "" { // keys not made by Fair: a test's request
+		return OwnerMarker(name, owner)
+	}
+	return k.Marker + owner
+}
+
+// latch returns latch, the unlock latch a caller built already, or else
+// k.UnlockLatch(name, request).
+func (k *FairKeys) latch(latch, name, request string) string {
+	if latch != "" {
+		return latch
+	}
+	return k.UnlockLatch(name, request)
+}
+
+// UnlockLatch returns compat.UnlockLatch(name, request) of the keys' lock
+// name.
+func (k *FairKeys) UnlockLatch(name, request string) string {
+	if k.Latch == "" { // keys not made by Fair: a test's request
+		return compat.UnlockLatch(name, request)
+	}
+	return k.Latch + request
 }
 
 // Fair returns the keys of lock name under the fair policies:
 // "fairrw:<len>:{N}" and "fairrw:<len>:{N}:readers|queue|waiting|admitted",
-// and the channel "fairrw:<len>:{N}:wake". Distinct names never share one:
-// <len>, the name's length in bytes, says where the name ends.
+// the channel "fairrw:<len>:{N}:wake", and the fence
+// "fairrw:<len>:{N}:fence". Distinct names never share one: <len>, the
+// name's length in bytes, says where the name ends.
 func Fair(name string) FairKeys {
 	b := base(name)
 	return FairKeys{
@@ -60,5 +103,8 @@ func Fair(name string) FairKeys {
 		Waiting:  b + ":waiting",
 		Admitted: b + ":admitted",
 		Channel:  b + ":wake",
+		Fence:    b + ":fence",
+		Marker:   OwnerMarker(name, ""),
+		Latch:    compat.UnlockLatch(name, ""),
 	}
 }

@@ -38,34 +38,16 @@ func FuzzBraceRule(f *testing.F) {
 		if got := KeyPrefix(name); got != prefix {
 			t.Fatalf("KeyPrefix(%q) = %q, want %q", name, got, prefix)
 		}
-		base := FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + prefix
 		exact := map[string]string{
 			"Channel":        ChannelPrefix + ":" + prefix,
 			"UnlockLatch":    UnlockLatchPrefix + ":" + prefix + ":" + id,
-			"OwnerMarker":    OwnerMarkerPrefix + ":" + prefix + ":" + owner,
-			"Fence":          base + ":fence",
-			"Fair.State":     base,
-			"Fair.Readers":   base + ":readers",
-			"Fair.Queue":     base + ":queue",
-			"Fair.Waiting":   base + ":waiting",
-			"Fair.Admitted":  base + ":admitted",
-			"Fair.Channel":   base + ":wake",
 			"SuffixName":     prefix + ":" + id,
 			"LeaseKeyPrefix": prefix + ":" + owner + LeaseKeySuffix,
 			"LeaseKey":       prefix + ":" + owner + LeaseKeySuffix + ":3",
 		}
-		fk := Fair(name)
 		got := map[string]string{
 			"Channel":        Channel(name),
 			"UnlockLatch":    UnlockLatch(name, id),
-			"OwnerMarker":    OwnerMarker(name, owner),
-			"Fence":          Fence(name),
-			"Fair.State":     fk.State,
-			"Fair.Readers":   fk.Readers,
-			"Fair.Queue":     fk.Queue,
-			"Fair.Waiting":   fk.Waiting,
-			"Fair.Admitted":  fk.Admitted,
-			"Fair.Channel":   fk.Channel,
 			"SuffixName":     SuffixName(name, id),
 			"LeaseKeyPrefix": LeaseKeyPrefix(name, owner),
 			"LeaseKey":       LeaseKey(name, owner, 3),

@@ -57,7 +57,7 @@ func TestNames(t *testing.T) {
 				t.Errorf("MutexField = %q, want the owner %q", got, owner)
 			}
 			want := slot.Of(tt.name)
-			for _, k := range []string{Channel(tt.name), MutexChannel(tt.name), LeaseKey(tt.name, owner, 2), UnlockLatch(tt.name, "x"), OwnerMarker(tt.name, owner), Fence(tt.name)} {
+			for _, k := range []string{Channel(tt.name), MutexChannel(tt.name), LeaseKey(tt.name, owner, 2), UnlockLatch(tt.name, "x")} {
 				if got := slot.Of(k); got != want {
 					t.Errorf("slot(%q) = %d, want the name's slot %d", k, got, want)
 				}

@@ -1,0 +1,127 @@
+package fairrw
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/compat"
+)
+
+// What Redis pushes to the waiters: the group's subscription loop and its
+// confirmations, the messages on the lock's channel, and client tracking's
+// invalidations.
+
+// subscribe is the group's subscription loop. It re-subscribes whenever the
+// server drops the subscription (failover, slot migration, a lost
+// connection) until the group's last waiter leaves, then unsubscribes.
+func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
+	defer r.wg.Done()
+	rdb := r.c.rdb
+	sharded := r.c.publish == compat.SPublish
+	channel := g.keys.channel
+	// rueidis recycles a command once it ran: build a fresh one every time.
+	// Pinned, (un)subscribe commands are never recycled: rueidis can match
+	// an unsubscribe push to an UNSUBSCRIBE its writer is still encoding
+	// (a connection reset in the middle), and recycling it then races with
+	// that write.
+	subscribe := func() rueidis.Completed {
+		if sharded {
+			return rdb.B().Ssubscribe().Channel(channel).Build().Pin()
+		}
+		return rdb.B().Subscribe().Channel(channel).Build().Pin()
+	}
+	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) { r.onSubscription(g, s) })
+	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	for ctx.Err() == nil {
+		err := rdb.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
+		if ctx.Err() != nil {
+			break
+		}
+		// Messages are lost until it is made again, and maybe after.
+		r.lostSubscription(g, err != nil)
+		if err == nil { // the server ended the subscription: make it again at once
+			backoff.reset()
+			continue
+		}
+		if backoff.wait(ctx, nil) != nil {
+			break
+		}
+	}
+	// rueidis only drops the local listener when Receive returns; the server
+	// would keep the subscription (and keep sending) until told otherwise.
+	// A Shutdown cut short (halt) does not wait for a Redis that does not
+	// answer, where rueidis can stop the command: the server drops the
+	// subscription with the connection.
+	uctx, cancel := context.WithTimeout(r.c.halt, r.c.unlockTimeout)
+	defer cancel()
+	unsubscribe := rdb.B().Unsubscribe().Channel(channel).Build().Pin()
+	if sharded {
+		unsubscribe = rdb.B().Sunsubscribe().Channel(channel).Build().Pin()
+	}
+	_ = rdb.Do(uctx, unsubscribe).Error()
+}
+
+// onSubscription runs on every subscribe confirmation. The first one lets
+// the group's waiters retry; a later one means the subscription was lost and
+// re-made, and messages may have been missed meanwhile, so everyone retries.
+// Either may have been routed to a node that the lock's messages do not
+// reach yet: the group is then suspect until a probe comes back (see
+// topology.go).
+func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription) {
+	if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !g.confirmed {
+		g.confirmed = true
+		close(g.ready)
+		r.firstSubscriptionLocked(g)
+		return
+	}
+	r.wakeAllLocked(g, wakeResubscribe)
+	r.suspectLocked(g, false)
+	r.proveLocked(g)
+}
+
+// onMessage handles a message on a lock's channel: the lock's policy says
+// whom it lets in (policyImpl.signal). A probe (see topology.go) lets no
+// one in.
+func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.probeEchoLocked(g, msg) {
+		return
+	}
+	r.applyLocked(g, g.policy.signal(msg), wakePubSub)
+}
+
+// onInvalidations is the rueidis client-tracking hook. It runs on the
+// connection's reading goroutine, so it only signals. nil means the
+// connection closed or the server flushed its tracking table: any key may
+// have changed, so every waiter retries.
+func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if messages == nil {
+		for _, g := range r.groups {
+			r.wakeAllLocked(g, wakeInvalidation)
+		}
+		return
+	}
+	for _, m := range messages {
+		key, err := m.ToString()
+		if err != nil {
+			continue
+		}
+		if g := r.byTracked[key]; g != nil {
+			// An invalidation says that the lock changed, not how: a
+			// downgrade admits every reader (and publishes nothing), a
+			// release one writer or every reader. Waking one waiter, a
+			// writer that then fails, would leave the readers asleep.
+			r.wakeReadersLocked(g, wakeInvalidation)
+			r.wakeOneLocked(g, wakeInvalidation, Write)
+		}
+	}
+}
