@@ -93,6 +93,9 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if co := m.cohortFor(mode, wait, cfg); co != nil {
 		return m.lockInCohort(ctx, co, cfg, attempts)
 	}
+	if m.sharesReads(mode, cfg) {
+		return m.acquireShared(ctx, cfg, wait, attempts)
+	}
 	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner()}
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the

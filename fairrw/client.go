@@ -77,6 +77,10 @@ type Client struct {
 
 	cohorting bool    // WithCohorts, under a fair policy of protocol 3 or later
 	cohorts   cohorts // Lock calls passing the write among themselves (cohort.go)
+	// sharing: plain reads share a read hold (readshare.go), with cohorts
+	// on and invalidations reaching shares.
+	sharing bool
+	shares  readShares
 }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and
@@ -135,8 +139,9 @@ func New(opts ...Option) (*Client, error) {
 			// rueidis's default OPTIN tracking follows only the keys read by
 			// DoCache: waiters arm it on the lock key (see arm), so that an
 			// uncontended lock pays nothing for tracking.
-			opt.OnInvalidations = c.waits.onInvalidations
+			opt.OnInvalidations = c.onInvalidations
 			c.tracking = true
+			c.sharing = c.cohorting
 		}
 		if err := c.connect(opt, cfg.publish); err != nil {
 			return nil, err
@@ -144,6 +149,13 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.renewer = newRenewer(c)
 	return c, nil
+}
+
+// onInvalidations is the rueidis client-tracking hook: the waiters and the
+// shared read holds learn of the keys that changed (nil: any key may have).
+func (c *Client) onInvalidations(messages []rueidis.RedisMessage) {
+	c.shares.invalidated(messages)
+	c.waits.onInvalidations(messages)
 }
 
 // resolvePublish picks the publish command Java Redisson would use: SPUBLISH

@@ -35,7 +35,8 @@ type Lease struct {
 	watchdog bool
 	woken    wakeSource
 	token    uint64
-	cohort   *cohort // the cohort whose hold it is, if any (cohort.go)
+	cohort   *cohort    // the cohort whose hold it is, if any (cohort.go)
+	share    *readShare // the shared read hold it is on, if any (readshare.go)
 	// ends is the lease's Context; its Done channel is the lease's Done,
 	// so the two end at the same instant. Cancelled under mu.
 	ends    endContext
@@ -73,6 +74,7 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		woken:       got.woken,
 		token:       got.reply.token,
 		cohort:      cfg.cohort,
+		share:       cfg.share,
 		deadline:    got.sent.Add(cfg.lease),
 		granted:     time.Now(),
 	}
@@ -80,6 +82,9 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		l.deadline = got.sent.Add(got.cover)
 	}
 	o.leases = append(o.leases, l)
+	if l.share != nil {
+		m.c.shares.hold(l.share) // before anything can end it (finish)
+	}
 	m.tel.held(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
@@ -214,6 +219,12 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	l.mu.Unlock()
 
 	span := l.m.tel.startUnlock(ctx, l)
+	if l.share != nil && l.leaveShareInline() {
+		// Another Lease of its owner still holds the shared read: no
+		// Redis call, nothing to wait for.
+		l.m.tel.endUnlock(span, l, nil)
+		return nil
+	}
 	if l.cohort != nil && l.passInline() {
 		// Passed to the next writer of its cohort, on this goroutine: no
 		// Redis call, nothing to wait for.
@@ -309,6 +320,12 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	defer o.unlock()
 	now := time.Now()
 	st := o.alive(l, now)
+	if l.share != nil && l.leaveShare(st) {
+		return releaseFreed, nil // another Lease still holds the shared read: no Redis call
+	}
+	if st.writes == 0 && len(st.reads) == 0 {
+		o.unshared = true // released: no read shares its hold any more
+	}
 	if l.cohort != nil {
 		if l.cohort.pass(l, st, now) {
 			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
@@ -369,6 +386,9 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.m.tel.leaseEnded(l, cause, err)
 	if l.cohort != nil {
 		l.cohort.ended(l)
+	}
+	if l.share != nil {
+		l.m.c.shares.done(l.share)
 	}
 	return true
 }
@@ -445,7 +465,8 @@ func (l *Lease) Token() uint64 {
 // Owner returns the owner the hold was granted under, "<client uuid>:<n>" in
 // Redis, as Inspect reports it in HolderInfo.Owner and Java Redisson writes
 // it. The further holds taken from its Leases share it, and so do the Leases
-// its Client's cohort passed the hold to (WithCohorts). A quorum lease has an
+// its Client's cohort passed the hold to, and the reads of its Client that
+// share its read hold (WithCohorts). A quorum lease has an
 // owner on each node, and returns "".
 func (l *Lease) Owner() string {
 	if l.q != nil {

@@ -85,9 +85,15 @@ func defaultConfig() config {
 // granted before; a hold that Redis lost before its deadline (ForceUnlock,
 // a restart without persistence) may be passed until the next renewal,
 // with a lower token that a fencing store refuses.
-// Off, every grant goes through Redis in strict FIFO order across Clients.
-// Reads, TryLock, WithLease, WithSyncReplicas and the Redisson formats
-// never use cohorts.
+// On, the plain reads (RLock, TryRLock) of one Client on one name also
+// share one read hold in Redis while they overlap and no writer is known
+// to wait: a read that comes while it is held gets a Lease on it with no
+// Redis call, and only the last Unlock releases it in Redis. A writer
+// queuing anywhere is known at once by client tracking, after which new
+// reads go to Redis and wait as the policy says.
+// Off, every grant goes through Redis in strict FIFO order across Clients,
+// and every read is a hold of its own. TryLock, WithLease,
+// WithSyncReplicas and the Redisson formats never use cohorts nor share.
 func WithCohorts(on bool) Option {
 	return optionFunc(func(cfg *config) error {
 		cfg.cohorts = on
@@ -282,6 +288,9 @@ type acquireConfig struct {
 	// cohort is the cohort a Lock acquires for, as its leader or by a
 	// pass (cohort.go): its Lease is then the cohort's hold.
 	cohort *cohort
+	// share is the name's shared read hold a plain read may share, or
+	// that its grant becomes (readshare.go).
+	share *readShare
 }
 
 // failUnreachable is the quorum rounds' internal acquire option (see

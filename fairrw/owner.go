@@ -53,6 +53,9 @@ type owner struct {
 	// passing the owner's write (cohort.go), 0 if none: its release in
 	// Redis raises the last token to it (fair_unlock's full script).
 	passed uint64
+	// unshared is set once a release leaves the owner nothing in Redis:
+	// no read shares its hold any more (readshare.go).
+	unshared bool
 }
 
 // newOwner draws a new owner id from the Client's counter, keeping

@@ -11,8 +11,10 @@ import (
 // other as calls from two processes do, and a goroutine that holds a read and
 // calls Lock waits for its own read. Each is a new owner in Redis, except a
 // Lock passed the write within its Client's cohort (WithCohorts), which
-// holds under the owner it was passed from. Reentrancy and downgrade are explicit
-// (Lease.Lock, Lease.RLock). A handle may be shared and must not be copied.
+// holds under the owner it was passed from, and a read that shares its
+// Client's read hold of the name, which holds under that hold's owner.
+// Reentrancy and downgrade are explicit (Lease.Lock, Lease.RLock). A handle
+// may be shared and must not be copied.
 type RWMutex struct {
 	c      *Client
 	policy policyImpl // the Client's, or the Redisson RLock format for a Mutex
@@ -33,7 +35,9 @@ func (m *RWMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, erro
 	return m.traced(ctx, "fairrw.Lock", Write, true, opts)
 }
 
-// RLock takes a read lock, waiting as Lock does.
+// RLock takes a read lock, waiting as Lock does. While another read of the
+// same Client holds the name and no writer waits, it shares that hold with
+// no Redis call (WithCohorts).
 func (m *RWMutex) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return m.traced(ctx, "fairrw.RLock", Read, true, opts)
 }

@@ -174,6 +174,7 @@ func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
 	}
 	defer o.unlock()
+	o.unshared = true
 	res, err := m.releaseWithin(ctx, time.Time{}, o, mode, ownerState{}, o.unsure, false)
 	if err == nil && res == releaseNotHeld && mode == Write && o.read {
 		// The write may be gone while reads stay: an Unlock under way when

@@ -294,14 +294,19 @@ func (e *confEnv) holdFor(h *confHold, d time.Duration) {
 // burst is a cohort's busy moment (fairrw.WithCohorts): 2-4 goroutines on
 // one Client's shared handle each Lock the write (watchdog lease) a few
 // times in a row, hold it briefly and unlock, so that the Client passes the
-// write among them without Redis; their contexts end now and then as in
-// any acquire.
+// write among them without Redis; or each RLock, so that their reads share
+// one read hold in Redis. Their contexts end now and then as in any
+// acquire.
 func (e *confEnv) burst(rng *rand.Rand, name string) {
 	pool := e.pool[name]
 	hd := pool[rng.IntN(len(pool))]
 	gen := e.gen(hd.slot)
 	label := fmt.Sprintf("%s/h%d", gen.label, hd.hi)
 	n, rounds := 2+rng.IntN(3), 1+rng.IntN(4)
+	mode := fairrw.Write
+	if rng.IntN(2) == 0 {
+		mode = fairrw.Read
+	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
 		seeds[i] = rng.Uint64()
@@ -317,9 +322,9 @@ func (e *confEnv) burst(rng *rand.Rand, name string) {
 				}
 				lk := confLeaseKind{desc: "watchdog"}
 				cc := e.acquireCtx(rng, true, lk)
-				op := fmt.Sprintf("%s burst Lock(%s%s)", label, lk.desc, cc.desc)
-				h, err := e.acquire(cc, name, e.o.newOwner(), nil, fairrw.Write, true, op, label, gen, lk, true, func(ctx context.Context) (confLease, string, error) {
-					return gen.sharedAcquire(ctx, name, hd.hi, fairrw.Write, true, nil)
+				op := fmt.Sprintf("%s burst %s(%s%s)", label, confOpName(mode, true), lk.desc, cc.desc)
+				h, err := e.acquire(cc, name, e.o.newOwner(), nil, mode, true, op, label, gen, lk, true, func(ctx context.Context) (confLease, string, error) {
+					return gen.sharedAcquire(ctx, name, hd.hi, mode, true, nil)
 				})
 				cc.cancel()
 				if err != nil {
