@@ -208,7 +208,7 @@ type wakePaths map[string]int
 
 // wakePathNames are the values of Lease.WokenBy, "" (granted without
 // waiting) reported as "none".
-var wakePathNames = []string{"pubsub", "invalidation", "timer", "handover", "resubscribe", "grant", "reply", ""}
+var wakePathNames = []string{"pubsub", "invalidation", "timer", "handover", "resubscribe", "grant", "reply", "cohort", "share", ""}
 
 // report adds the share of every wake-up path as <path>-share, all of them
 // every time (benchstat wants the same units in every run). A value that

@@ -438,8 +438,9 @@ func (l *Lease) renewable() bool {
 }
 
 // wokenBy names what ended the acquire's wait: "pubsub", "invalidation",
-// "timer", "resubscribe", "handover", "grant" or "reply"; or "" when the lock
-// was granted without waiting.
+// "timer", "resubscribe", "handover", "grant" or "reply"; "cohort" (passed
+// the write, or led, in its Client's cohort), "share" (it shares its
+// Client's read hold); or "" when the lock was granted without waiting.
 func (l *Lease) wokenBy() string {
 	if l.q != nil {
 		return l.q.wokenBy()

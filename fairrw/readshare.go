@@ -221,6 +221,7 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
 		cover: st.reads[0],
+		woken: wakeShare,
 	})
 }
 

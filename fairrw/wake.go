@@ -13,6 +13,7 @@ const (
 	wakeGrant                   // a release granted it the lock, and its message said so
 	wakeReply                   // a release in this Client granted it the lock, and its reply said so
 	wakeCohort                  // a holder of its cohort passed it the lock (cohort.go)
+	wakeShare                   // it shares a read hold of its Client (readshare.go)
 )
 
 // String names the wake-up path, as Lease.wokenBy (and the acquire span) reports it.
@@ -34,6 +35,8 @@ func (s wakeSource) String() string {
 		return "reply"
 	case wakeCohort:
 		return "cohort"
+	case wakeShare:
+		return "share"
 	default:
 		return ""
 	}

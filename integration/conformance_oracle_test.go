@@ -246,14 +246,8 @@ func (o *confOracle) grant(h *confHold) {
 	if h.wokenBy == "cohort" {
 		o.stats["grants passed or led in a cohort"]++
 	}
-	if h.mode == fairrw.Read {
-		for _, e := range o.live[h.name] {
-			if e.mode == fairrw.Read && e.wire == h.wire && e.owner != h.owner && !confDone(e.lease.Done()) {
-				// Another call's read hold, shared (fairrw.WithCohorts).
-				o.stats["reads sharing a hold"]++
-				break
-			}
-		}
+	if h.wokenBy == "share" {
+		o.stats["reads sharing a hold"]++
 	}
 
 	// Deadlines only move forward while a lease lives: a deadline read

@@ -92,10 +92,11 @@ func (o *confOracle) checkLeaseLocked(h *confHold, selfD, now time.Time) {
 	}
 	if h.asked == 0 {
 		f.watchdog++
-		// A write passed within its cohort carries on the hold's Deadline,
-		// which had at least a third of the lease left at the pass.
+		// A write passed within its cohort, or a read sharing its
+		// Client's read hold, carries on the hold's Deadline, which had
+		// at least a third of the lease left at the pass or the share.
 		least := confLeaseTime
-		if h.wokenBy == "cohort" {
+		if h.wokenBy == "cohort" || h.wokenBy == "share" {
 			least = confLeaseTime / 3
 		}
 		if selfD.Before(h.callStart.Add(least)) {

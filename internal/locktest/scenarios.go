@@ -513,10 +513,12 @@ func hammerRound(c context.Context, m *fairrw.RWMutex, write bool, activity *ato
 }
 
 // SharedHandleExcludes: goroutines that share one handle exclude each other
-// as they would on a sync.RWMutex: every acquire is a new owner. First by
+// as they would on a sync.RWMutex: every acquire is a new hold. First by
 // hand (a held write refuses the handle's own TryLock and TryRLock; two
-// reads on it are two owners), then sync's HammerRWMutex with eight
-// goroutines on the one handle.
+// reads on it are two holds, each keeping the write out until its own
+// Unlock, though they may share one read hold in Redis, under one owner:
+// fairrw.WithCohorts), then sync's HammerRWMutex with eight goroutines on
+// the one handle.
 func SharedHandleExcludes(t *testing.T, env Env) {
 	c := env.client(t)
 	m := c.RWMutex(name(t))
@@ -526,11 +528,16 @@ func SharedHandleExcludes(t *testing.T, env Env) {
 	unlock(t, w)
 	r1 := lock(t, m, fairrw.Read)
 	r2 := granted(t, m, fairrw.Read)
-	if r1.Owner() == r2.Owner() {
-		t.Fatalf("two reads on one handle under one owner %s", r1.Owner())
+	if r1 == r2 {
+		t.Fatal("two reads on one handle returned one Lease")
 	}
 	refused(t, m, fairrw.Write)
 	unlock(t, r1)
+	select {
+	case <-r2.Done():
+		t.Fatalf("the second read ended with the first one's Unlock: %v", r2.Err())
+	default:
+	}
 	refused(t, m, fairrw.Write)
 	unlock(t, r2)
 	hammer(t, env, func(int) *fairrw.RWMutex { return m })

@@ -171,7 +171,7 @@ func (s *Sentinel) Failover(tb testing.TB) *Redis {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelReadyTimeout+sentinelFailoverWait)
 	defer cancel()
 	if err := s.waitReady(ctx); err != nil {
-		tb.Fatalf("redistest: failover: %v", err)
+		tb.Fatalf("redistest: failover: %v\n---- tail of %s ----\n%s\n----", err, s.proc.logPath, tail(s.proc.logPath, 60))
 	}
 	// A failure to reach the sentinel is retried. So are the refusals that
 	// start nothing, while no earlier try may have reached it: -INPROG (the
@@ -319,7 +319,9 @@ func (s *Sentinel) waitReady(ctx context.Context) error {
 	var last string
 	err := Poll(ctx, s.Addr, func(c rueidis.Client) (bool, error) {
 		if addr, err := s.masterAddr(ctx, c); err != nil || addr != s.Primary.Addr {
-			last = fmt.Sprintf("primary %q", addr)
+			if err == nil { // an error is reported beside last: keep what was seen
+				last = fmt.Sprintf("primary %q", addr)
+			}
 			return false, err
 		}
 		replicas, err := c.Do(ctx, c.B().SentinelReplicas().Master(s.MasterSet).Build()).ToArray()
