@@ -29,6 +29,7 @@
 //	BenchmarkServerCost/call=<evalsha-return1|lua-pair|evalsha-pair|setnx-del|fair-prelude|fair-inlined-pair>
 //	BenchmarkServerCost/[contended/]policy=<writer-preferring|phase-fair>
 //	BenchmarkTelemetry/provider=<noop|sdk>/goroutines=<1|64>
+//	BenchmarkReadShare/policy=<writer-preferring|phase-fair>/shared=<true|false>
 //
 // Uncontended: 64 goroutines, each on its own lock name, loop lock+unlock on
 // one shared Client; one op is one cycle (two script calls). The baselines do

@@ -246,8 +246,8 @@ func TestReadShareStopsForWaitingWriter(t *testing.T) {
 	}
 }
 
-// noKeysLeftBut is noKeysLeft for the keys that do not start with prefix;
-// those must expire.
+// noKeysLeftBut is noKeysLeft for the keys that do not start with prefix
+// (none if it is empty); those must expire.
 func noKeysLeftBut(t *testing.T, r *redistest.Redis, name, prefix string) {
 	t.Helper()
 	raw := r.Client(t, nil)
@@ -259,7 +259,7 @@ func noKeysLeftBut(t *testing.T, r *redistest.Redis, name, prefix string) {
 		}
 		var left []string
 		for _, k := range keys {
-			if strings.HasPrefix(k, prefix) {
+			if prefix != "" && strings.HasPrefix(k, prefix) {
 				if ttl, err := raw.Do(context.Background(), raw.B().Pttl().Key(k).Build()).AsInt64(); err == nil && ttl > 0 {
 					continue
 				}
@@ -285,14 +285,7 @@ func TestReadShareLostTogether(t *testing.T) {
 	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(900*time.Millisecond))
 	name := "share-lost"
 	m := c.RWMutex(name)
-	var leases []*fairrw.Lease
-	for range 3 {
-		l, err := m.RLock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leases = append(leases, l)
-	}
+	leases := rlocks(t, ctx, m, 3)
 	if err := newClient(t, r, transports[0]).RWMutex(name).ForceUnlock(ctx, fairrw.Read); err != nil {
 		t.Fatal(err)
 	}
@@ -362,14 +355,7 @@ func TestReadShareRefusedByACL(t *testing.T) {
 	ctx := testCtx(t)
 	name := "billing:share"
 	m := c.RWMutex(name)
-	var leases []*fairrw.Lease
-	for range 3 {
-		l, err := m.RLock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leases = append(leases, l)
-	}
+	leases := rlocks(t, ctx, m, 3)
 	info, err := c.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -402,4 +388,18 @@ func TestReadShareRefusedByACL(t *testing.T) {
 		}
 	}
 	noKeysLeft(t, r, name)
+}
+
+// rlocks takes n reads of m, one after the other, each held on.
+func rlocks(t *testing.T, ctx context.Context, m *fairrw.RWMutex, n int) []*fairrw.Lease {
+	t.Helper()
+	leases := make([]*fairrw.Lease, 0, n)
+	for range n {
+		l, err := m.RLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	return leases
 }
