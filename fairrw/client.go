@@ -254,23 +254,24 @@ func (c *Client) beginClose(graceful bool) bool {
 func (c *Client) finishClose(ctx context.Context) {
 	c.ops.Wait()
 	c.stopConnecting()
-	// A rueidis client of the caller's is not ours to close: a command
-	// it holds while connecting to a server that does not answer is not
-	// waited for past a grace. Ours is closed once every command we sent
-	// has ended: a connection made after its Close would stay open.
-	c.background.close(!c.ownsRedis)
-	c.renewer.close()
-	c.waits.close()
-	if c.janitor != nil { // nil: never connected
-		c.janitor.close()
-	}
-	if !c.ownsRedis || c.rdb == nil {
-		c.stopHalt()
-		close(c.finished)
-		return
-	}
+	// Every lease ends now, whatever the rest waits for: none outlives the
+	// call.
+	c.renewer.endAll()
 	go func() {
-		c.rdb.Close()
+		// A rueidis client of the caller's is not ours to close: a command
+		// it holds while connecting to a server that does not answer is
+		// not waited for past a grace. Ours is closed once every command
+		// we sent has ended (such a command ends when rueidis gives up the
+		// connection): a connection made after its Close would stay open.
+		c.background.close(!c.ownsRedis)
+		c.renewer.close()
+		c.waits.close()
+		if c.janitor != nil { // nil: never connected
+			c.janitor.close()
+		}
+		if c.ownsRedis && c.rdb != nil {
+			c.rdb.Close()
+		}
 		c.stopHalt()
 		close(c.finished)
 	}()

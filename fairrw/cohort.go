@@ -337,7 +337,7 @@ func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
 	}
 	c := l.m.c
 	left, live := l.left(now)
-	if !live || left < c.leaseTime/minPassLeft || c.isClosing() {
+	if !live || left < c.leaseTime/minPassLeft || c.isClosing() || l.own.lostWrite.Load() {
 		return false
 	}
 	co.mu.Lock()
@@ -368,6 +368,7 @@ func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
 	co.mu.Lock()
 	co.lease = nl
 	co.mu.Unlock()
+	nl.loseIfGone() // a renewal found the hold gone as it was passed
 	if _, live := nl.left(time.Now()); !live {
 		co.ended(nl) // it ended before it was the cohort's hold
 	}

@@ -37,6 +37,9 @@ type Lease struct {
 	token    uint64
 	cohort   *cohort    // the cohort whose hold it is, if any (cohort.go)
 	share    *readShare // the shared read hold it is on, if any (readshare.go)
+	// released is set, under its owner's lock, once its release was sent:
+	// the owner holds nothing for it any more (see owner.alive).
+	released bool
 	// ends is the lease's Context; its Done channel is the lease's Done,
 	// so the two end at the same instant. Cancelled under mu.
 	ends    endContext
@@ -333,7 +336,13 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 		l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
-	return l.m.releaseWithin(ctx, deadline, o, l.mode, st, last, unreachableFails)
+	res, err := l.m.releaseWithin(ctx, deadline, o, l.mode, st, last, unreachableFails)
+	// Its release is sent, and applied unless it failed: its owner's next
+	// change must not count it (it ends after the owner's lock is given
+	// back), or that change would write a hold for it into Redis, or count
+	// on one that is gone (a shared read leaving without a Redis call).
+	l.released = true
+	return res, err
 }
 
 // followUp retries the release of a hold that Redis did not confirm, in

@@ -3,6 +3,7 @@ package fairrw
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/compat"
@@ -56,6 +57,19 @@ type owner struct {
 	// unshared is set once a release leaves the owner nothing in Redis:
 	// no read shares its hold any more (readshare.go).
 	unshared bool
+	// lostRead and lostWrite are set once a renewal found the owner's hold
+	// of that mode gone from Redis: every Lease on it is lost, also one
+	// that a share or a cohort pass made while that renewal was on its
+	// way, and none is made any more (see renewHold.lose).
+	lostRead, lostWrite atomic.Bool
+}
+
+// lost returns the flag that says the owner's hold of mode is gone.
+func (o *owner) lost(mode Mode) *atomic.Bool {
+	if mode == Read {
+		return &o.lostRead
+	}
+	return &o.lostWrite
 }
 
 // newOwner draws a new owner id from the Client's counter, keeping
@@ -117,7 +131,7 @@ func (o *owner) alive(except *Lease, now time.Time) ownerState {
 	kept := o.leases[:0]
 	for _, l := range o.leases {
 		left, live := l.left(now)
-		if !live {
+		if !live || l.released {
 			continue
 		}
 		kept = append(kept, l)
@@ -142,7 +156,7 @@ func (o *owner) alive(except *Lease, now time.Time) ownerState {
 func (o *owner) count(mode Mode, now time.Time) int {
 	n := 0
 	for _, l := range o.leases {
-		if _, live := l.left(now); live && l.mode == mode {
+		if _, live := l.left(now); live && !l.released && l.mode == mode {
 			n++
 		}
 	}

@@ -48,10 +48,9 @@ type readShare struct {
 	refs  int
 	o     *owner // the owner whose read hold is shared; nil: none
 	token uint64 // its read's fencing token: every Lease on it has it
-	// formed, while a read of the name acquires in Redis to make a new
-	// shared hold (its leader), is closed when that acquire ends: the
-	// reads that came meanwhile wait for it rather than each go to Redis.
-	formed chan struct{}
+	// lead is the run of the read of the name acquiring in Redis to make
+	// a new shared hold, if one does (see leadRun).
+	lead *leadRun
 	// gen counts the invalidations of the queue key; known says that
 	// queued is current: no invalidation came since it was read.
 	gen    uint64
@@ -110,13 +109,13 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 	s := r.enter(&m.keys)
 	defer r.done(s)
 	cfg.share = s
-	admitted := false
+	var admitted *leadRun
 	for {
-		l, lead, formed := m.joinShare(ctx, cfg, wait, admitted)
+		l, lead, follow := m.joinShare(ctx, cfg, wait, admitted)
 		if l != nil {
 			return l, nil
 		}
-		if formed == nil {
+		if follow == nil {
 			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner()}
 			l, err := a.run(ctx)
 			*attempts += a.attempts
@@ -125,12 +124,9 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		}
 		m.tel.waiting(Read, 1)
 		select {
-		case <-formed:
+		case <-follow.done:
 			m.tel.waiting(Read, -1)
-			// It waited as the leader's read waited in Redis: it enters
-			// with it, whatever queued since (see joinShare).
-			admitted = true
-			continue
+			admitted = follow
 		case <-ctx.Done():
 			m.tel.waiting(Read, -1)
 			return nil, m.waitError(ctx.Err())
@@ -141,41 +137,54 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 	}
 }
 
+// A leadRun is a read of the name acquiring in Redis for its Client (the
+// leader), which the reads that come meanwhile wait for rather than each
+// go to Redis. done closes when its acquire ends; o and token are then its
+// grant's (o nil: not granted).
+type leadRun struct {
+	done  chan struct{}
+	o     *owner
+	token uint64
+}
+
 // joinShare returns a Lease on the name's shared read hold (cfg.share), or
-// else what to do: lead (acquire in Redis and make the hold the shared
-// one), wait for formed (another read of the Client does that), or
-// neither (acquire in Redis on its own). A read shares when no writer is
-// known to wait, or when it is admitted: it waited for a leader, which
-// Redis granted as the policy says (it came before a writer queued, as
-// the leader did, or Redis would not have granted the leader); only reads
-// that wait lead or wait for a leader. A hold with less than a third of a
-// lease left is not shared, nor one that was released in Redis.
-func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait, admitted bool) (l *Lease, lead bool, formed chan struct{}) {
+// else what to do: lead (acquire in Redis as the leader of the run it
+// returns), follow (wait for that run's leader), or neither (acquire in
+// Redis on its own). A read shares when no writer is known to wait; a read
+// that waited for a leader (admitted) shares that leader's hold whatever
+// queued since: it came when no writer was known to wait, and it waited as
+// the leader waited in Redis, which granted the leader as the policy says.
+// Only reads that wait lead or follow. A hold with less than a third of a
+// lease left is not shared, nor one that was released or found gone.
+func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, admitted *leadRun) (l *Lease, lead, follow *leadRun) {
 	c, s := m.c, cfg.share
 	r := &c.shares
+	if admitted != nil && admitted.o != nil { // set before done closed
+		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg); l != nil {
+			return l, nil, nil
+		}
+	}
 	r.mu.Lock()
 	o, token, known, queued, gen := s.o, s.token, s.known, s.queued, s.gen
 	r.mu.Unlock()
-	if !admitted {
-		if !known {
-			q, err := m.queueExists(ctx)
-			if err != nil {
-				return nil, false, nil
-			}
-			r.mu.Lock()
-			if s.gen == gen {
-				s.known, s.queued = true, q
-			}
-			r.mu.Unlock()
-			queued = q
+	if !known {
+		q, err := m.queueExists(ctx)
+		if err != nil {
+			return nil, nil, nil
 		}
-		if queued {
-			return nil, false, nil // a writer waits: Redis decides
+		r.mu.Lock()
+		if s.gen == gen {
+			s.known, s.queued = true, q
 		}
+		r.mu.Unlock()
+		queued = q
+	}
+	if queued {
+		return nil, nil, nil // a writer waits: Redis decides
 	}
 	if o != nil {
 		if l := m.shareOf(ctx, o, token, cfg); l != nil {
-			return l, false, nil
+			return l, nil, nil
 		}
 	}
 	r.mu.Lock()
@@ -187,22 +196,22 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait, admitt
 	case s.o != nil && ctx.Err() == nil:
 		// A newer hold came meanwhile: share it, or try as if it had not.
 		r.mu.Unlock()
-		l, lead, formed = m.joinShare(ctx, cfg, wait, admitted)
+		l, lead, follow = m.joinShare(ctx, cfg, wait, nil)
 		r.mu.Lock()
-		return l, lead, formed
+		return l, lead, follow
 	case !wait:
-		return nil, false, nil
-	case s.formed != nil:
-		return nil, false, s.formed
+		return nil, nil, nil
+	case s.lead != nil:
+		return nil, nil, s.lead
 	default:
-		s.formed = make(chan struct{})
-		return nil, true, nil
+		s.lead = &leadRun{done: make(chan struct{})}
+		return nil, s.lead, nil
 	}
 }
 
 // shareOf returns a new Lease on o's read hold, or nil if o holds no read
-// to share (released, lost, a write besides, or less than a third of a
-// lease left), or ctx ended first.
+// to share (released, found gone by a renewal, a write besides, or less
+// than a third of a lease left), or ctx ended first.
 func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acquireConfig) *Lease {
 	c := m.c
 	// Another read joining, or leaving, holds the owner's lock for a
@@ -214,30 +223,37 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 	defer o.unlock()
 	now := time.Now()
 	st := o.alive(nil, now)
-	if o.unshared || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.leaseTime/minPassLeft || c.isClosing() {
+	if o.unshared || o.lostRead.Load() || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.leaseTime/minPassLeft || c.isClosing() {
 		return nil
 	}
-	return newLease(ctx, o, Read, cfg, attemptResult{
+	l := newLease(ctx, o, Read, cfg, attemptResult{
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
 		cover: st.reads[0],
 		woken: wakeShare,
 	})
+	if l.loseIfGone() {
+		return nil
+	}
+	return l
 }
 
 // formedBy records the end of a read's acquire in Redis for s: its Lease,
 // if granted, becomes the shared hold (the latest grant has the longest
 // lease; a hold shared before keeps its Leases); a leader's end wakes the
-// reads that waited for it.
-func (r *readShares) formedBy(s *readShare, l *Lease, lead bool) {
+// reads that waited for it (run).
+func (r *readShares) formedBy(s *readShare, l *Lease, run *leadRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l != nil {
 		s.o, s.token = l.own, l.token
 	}
-	if lead {
-		close(s.formed)
-		s.formed = nil
+	if run != nil {
+		if l != nil {
+			run.o, run.token = l.own, l.token
+		}
+		s.lead = nil
+		close(run.done)
 	}
 }
 

@@ -130,7 +130,7 @@ func (r *renewer) round() error {
 				h.confirm(sent.Add(r.c.leaseTime))
 			} else {
 				gone += len(h.leases)
-				h.lose(fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name), lossGone)
+				h.lose(r, fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name), lossGone)
 			}
 		}
 	}
@@ -209,10 +209,45 @@ func (h *renewHold) confirm(deadline time.Time) {
 	}
 }
 
-func (h *renewHold) lose(err error, cause lossCause) {
+// lose ends every Lease on the hold, which Redis no longer has: the
+// round's, and any that a share or a cohort pass put on it while the round
+// was on its way (its owner's flag, set first, keeps new ones off, and a
+// Lease made as it was set finds it when it checks again: see
+// loseIfGone).
+func (h *renewHold) lose(r *renewer, err error, cause lossCause) {
+	o := h.leases[0].own
+	o.lost(h.mode).Store(true)
 	for _, l := range h.leases {
 		l.lose(err, cause)
 	}
+	for _, l := range r.on(o, h.mode) {
+		l.lose(err, cause)
+	}
+}
+
+// on returns the leases of owner o in mode that the watchdog renews now.
+func (r *renewer) on(o *owner, mode Mode) []*Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var leases []*Lease
+	for l := range r.leases {
+		if l.own == o && l.mode == mode {
+			leases = append(leases, l)
+		}
+	}
+	return leases
+}
+
+// loseIfGone ends l, just made on its owner's hold without Redis (a share,
+// a cohort pass), if a renewal found that hold gone meanwhile: the round
+// that set the flag may have looked for the owner's leases before l was
+// among them. It reports whether it did.
+func (l *Lease) loseIfGone() bool {
+	if !l.own.lost(l.mode).Load() {
+		return false
+	}
+	l.lose(fmt.Errorf("%w: %q: a renewal found the hold gone", ErrLeaseLost, l.lockName()), lossGone)
+	return true
 }
 
 // close stops the watchdog and ends every lease still held: nothing will
@@ -220,6 +255,11 @@ func (h *renewHold) lose(err error, cause lossCause) {
 func (r *renewer) close() {
 	r.stop()
 	<-r.done
+	r.endAll()
+}
+
+// endAll ends every lease still held, as closing does.
+func (r *renewer) endAll() {
 	for _, l := range r.all() {
 		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.lockName()), errClosedLease), lossClosed)
 	}
