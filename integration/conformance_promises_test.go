@@ -388,6 +388,7 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 		}
 		o.violateLocked("order/fifo", name, now, "%s", describe(v))
 	}
+	o.cohortBoundLocked(now)
 	if !phaseFair {
 		return
 	}
@@ -409,6 +410,45 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 		}
 		o.violateLocked("order/phase-fair", name, now, "%s", describe(v))
 	}
+}
+
+// confCohortRun is the most holds of one Client's cohort that follow one
+// grant in Redis (fairrw's cohortPasses + 1).
+const confCohortRun = 16
+
+// cohortBoundLocked checks the cross-Client bound of cohorts: a write that
+// queued in Redis on its own (a Lock outside any cohort: WithLease, say)
+// waits, for each other Client, for at most the rest of the run that
+// Client's cohort was in (confCohortRun holds) and, should the cohort's
+// next leader have queued just before it, one more run. Judged for the
+// writes whose wait met no fault, counting the cohort holds granted from
+// the write's call to its grant (the call reaches Redis a moment after it
+// begins: the bound has one hold to spare).
+func (o *confOracle) cohortBoundLocked(now time.Time) {
+	const bound = 2*confCohortRun + 1
+	judged, worst := 0, 0
+	for _, h := range o.tops {
+		if h.quorum || h.mode != fairrw.Write || !h.waits || h.inCohort(true) || h.gen == nil ||
+			!o.quietLocked(h.callStart.Add(-500*time.Millisecond), h.granted) {
+			continue
+		}
+		judged++
+		per := map[*confGen]int{}
+		for _, e := range o.tops {
+			if e.gen != nil && e.gen != h.gen && e.name == h.name && e.inCohort(true) && e.granted.After(h.callStart) && e.granted.Before(h.granted) {
+				per[e.gen]++
+			}
+		}
+		for g, n := range per {
+			worst = max(worst, n)
+			if n > bound {
+				o.violateLocked("order/cohort-bound", h.name, now, "%s (call %s, granted %s) waited for %d cohort holds of %s, more than %d",
+					h, o.at(h.callStart), o.at(h.granted), n, g.label, bound)
+			}
+		}
+	}
+	o.stats["order: writes outside cohorts judged for the cohort bound"] += judged
+	o.stats["order: most cohort holds of one other Client during such a wait"] = max(o.stats["order: most cohort holds of one other Client during such a wait"], worst)
 }
 
 // checkKeptLocked compares what Redis keeps of a hold believed held
