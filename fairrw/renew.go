@@ -213,7 +213,9 @@ func (h *renewHold) confirm(deadline time.Time) {
 // round's, and any that a share or a cohort pass put on it while the round
 // was on its way (its owner's flag, set first, keeps new ones off, and a
 // Lease made as it was set finds it when it checks again: see
-// loseIfGone).
+// loseIfGone). A further hold made meanwhile is left alone: Redis granted
+// it, and may have done so after the round found the hold gone (a
+// downgraded owner's read, released and taken again).
 func (h *renewHold) lose(r *renewer, err error, cause lossCause) {
 	o := h.leases[0].own
 	o.lost(h.mode).Store(true)
@@ -221,7 +223,9 @@ func (h *renewHold) lose(r *renewer, err error, cause lossCause) {
 		l.lose(err, cause)
 	}
 	for _, l := range r.on(o, h.mode) {
-		l.lose(err, cause)
+		if l.woken == wakeShare || l.woken == wakeCohort {
+			l.lose(err, cause)
+		}
 	}
 }
 
