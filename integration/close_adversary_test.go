@@ -19,11 +19,13 @@ import (
 // has its hold in Redis from its grant to its Unlock (the owner's read count
 // only drops to 0 between an Unlock and the next further hold), so none may
 // be lost ("A Lease whose hold Redis no longer has ... is lost": these have
-// theirs), and every Unlock of a live read returns nil.
+// theirs), and every Unlock of a live read returns nil. Judged only while W
+// is held: a renewal of W late on a loaded machine loses W, and its reads
+// with it, rightly (the short lease makes renewals frequent: every 100ms).
 func TestCloseAdvFurtherReadChurnNotLost(t *testing.T) {
 	r := redistest.Start(t)
 	ctx := testCtx(t)
-	const lease = 60 * time.Millisecond
+	const lease = 300 * time.Millisecond
 	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(lease))
 	var mu sync.Mutex
 	lost, rounds := 0, 0
@@ -39,10 +41,15 @@ func TestCloseAdvFurtherReadChurnNotLost(t *testing.T) {
 			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
 				rl, err := w.RLock(ctx)
 				if err != nil {
-					t.Errorf("further read: %v (W: %v)", err, w.Err())
+					if !wLost(w) {
+						t.Errorf("further read: %v (W: %v)", err, w.Err())
+					}
 					return
 				}
 				err = rl.Unlock(ctx)
+				if err != nil && wLost(w) {
+					return
+				}
 				mu.Lock()
 				rounds++
 				if err != nil {
@@ -53,7 +60,7 @@ func TestCloseAdvFurtherReadChurnNotLost(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-			if err := w.Unlock(ctx); err != nil {
+			if err := w.Unlock(ctx); err != nil && !wLost(w) {
 				t.Errorf("W: %v", err)
 			}
 		})
@@ -62,6 +69,15 @@ func TestCloseAdvFurtherReadChurnNotLost(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d further reads lost while their hold was in Redis", lost, rounds)
 	}
+	if rounds < 100 {
+		t.Errorf("only %d further reads judged", rounds)
+	}
+}
+
+// wLost reports whether w was lost, or its Deadline passed (a renewal
+// that came too late: its timer may not have fired yet).
+func wLost(w *fairrw.Lease) bool {
+	return w.Err() != nil || !time.Now().Before(w.Deadline())
 }
 
 // TestCloseAdvShutdownFrozenCallsUnderWay: Redis frozen (SIGSTOP) with a
