@@ -41,6 +41,9 @@ type acquisition struct {
 	// queued, when set, is closed once the first attempt has been answered
 	// (a cohort's next leader: see cohort.prequeue).
 	queued chan struct{}
+	// firstWoken is what a grant at the first attempt reports as having
+	// ended its wait (a cohort's next leader waited in its cohort).
+	firstWoken wakeSource
 }
 
 // signalQueued closes queued, once.
@@ -149,8 +152,11 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
 	}
 	switch {
-	case err != nil || got.reply.granted:
+	case err != nil:
 		return got, err
+	case got.reply.granted:
+		got.woken = a.firstWoken
+		return got, nil
 	case !a.wait:
 		if a.o.unsure {
 			a.giveBack()

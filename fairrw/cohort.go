@@ -127,7 +127,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 	if co.state == cohortIdle {
 		co.state = cohortLeading
 		co.mu.Unlock()
-		return m.leadQueued(ctx, co, cfg, attempts, nil)
+		return m.leadQueued(ctx, co, cfg, attempts, false, nil)
 	}
 	w := &cohortWaiter{ctx: ctx, cfg: cfg, turn: make(chan cohortTurn, 1)}
 	co.waiters = append(co.waiters, w)
@@ -141,13 +141,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 		if turn.lease != nil {
 			return turn.lease, nil
 		}
-		l, err := m.leadQueued(ctx, co, cfg, attempts, turn.queued)
-		if l != nil && l.woken == wakeNone {
-			// Granted at its first attempt, it still waited: for its
-			// cohort's hold to go back to Redis.
-			l.woken = wakeCohort
-		}
-		return l, err
+		return m.leadQueued(ctx, co, cfg, attempts, true, turn.queued)
 	case <-ctx.Done():
 		err = m.waitError(ctx.Err())
 	case <-m.c.closing:
@@ -166,9 +160,14 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 // the cohort's hold. queued, when set, is closed once its first attempt
 // has reached Redis (or failed): the hold of the run before it waits for
 // that before it is released there (prequeue).
-func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *int, queued chan struct{}) (*Lease, error) {
+func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *int, waited bool, queued chan struct{}) (*Lease, error) {
 	cfg.cohort = co
 	a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: queued}
+	if waited {
+		// Granted at its first attempt, it still waited: for its cohort's
+		// hold to go back to Redis.
+		a.firstWoken = wakeCohort
+	}
 	l, err := a.run(ctx)
 	*attempts += a.attempts
 	a.signalQueued()

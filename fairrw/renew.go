@@ -111,6 +111,7 @@ func (r *renewer) round() error {
 	defer cancel()
 	results := script.Batch(ctx, r.c.rdb, calls)
 	var failed error
+	var lost map[ownerMode]error // the holds found gone
 	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
 	for i, res := range results {
 		n := 0
@@ -130,10 +131,16 @@ func (r *renewer) round() error {
 				h.confirm(sent.Add(r.c.leaseTime))
 			} else {
 				gone += len(h.leases)
-				h.lose(r, fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name), lossGone)
+				err := fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name)
+				h.lose(err, lossGone)
+				if lost == nil {
+					lost = make(map[ownerMode]error)
+				}
+				lost[ownerMode{h.leases[0].own, h.mode}] = err
 			}
 		}
 	}
+	r.loseMadeOn(lost)
 	// Leases found gone were sent but not renewed.
 	r.c.tel.renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
 	return failed
@@ -209,37 +216,52 @@ func (h *renewHold) confirm(deadline time.Time) {
 	}
 }
 
-// lose ends every Lease on the hold, which Redis no longer has: the
-// round's, and any that a share or a cohort pass put on it while the round
-// was on its way (its owner's flag, set first, keeps new ones off, and a
-// Lease made as it was set finds it when it checks again: see
-// loseIfGone). A further hold made meanwhile is left alone: Redis granted
-// it, and may have done so after the round found the hold gone (a
-// downgraded owner's read, released and taken again).
-func (h *renewHold) lose(r *renewer, err error, cause lossCause) {
-	o := h.leases[0].own
-	o.lost(h.mode).Store(true)
+// ownerMode is one owner's hold of one mode.
+type ownerMode struct {
+	o    *owner
+	mode Mode
+}
+
+// lose ends the round's Leases on the hold, which Redis no longer has, and
+// marks its owner: it shares and passes the hold no more (see
+// loseMadeOn, loseIfGone).
+func (h *renewHold) lose(err error, cause lossCause) {
+	h.leases[0].own.lost(h.mode).Store(true)
 	for _, l := range h.leases {
 		l.lose(err, cause)
 	}
-	for _, l := range r.on(o, h.mode) {
-		if l.woken == wakeShare || l.woken == wakeCohort {
-			l.lose(err, cause)
-		}
-	}
 }
 
-// on returns the leases of owner o in mode that the watchdog renews now.
-func (r *renewer) on(o *owner, mode Mode) []*Lease {
+// loseMadeOn ends the Leases that a share or a cohort pass put on a hold
+// of lost while the round that found it gone was on its way: made with no
+// Redis call, they stand on that hold. One pass over the Client's leases
+// for the whole round (a restart loses every hold at once). A Lease made
+// as its owner was marked finds the mark when it checks again
+// (loseIfGone). A further hold made meanwhile is left alone: Redis granted
+// it, maybe after the hold was found gone (a downgraded owner's read,
+// released and taken again).
+func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
+	if len(lost) == 0 {
+		return
+	}
+	type loss struct {
+		l   *Lease
+		err error
+	}
+	var ends []loss
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var leases []*Lease
 	for l := range r.leases {
-		if l.own == o && l.mode == mode {
-			leases = append(leases, l)
+		if l.woken != wakeShare && l.woken != wakeCohort {
+			continue
+		}
+		if err, ok := lost[ownerMode{l.own, l.mode}]; ok {
+			ends = append(ends, loss{l, err})
 		}
 	}
-	return leases
+	r.mu.Unlock()
+	for _, e := range ends {
+		e.l.lose(e.err, lossGone)
+	}
 }
 
 // loseIfGone ends l, just made on its owner's hold without Redis (a share,

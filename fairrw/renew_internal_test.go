@@ -178,7 +178,7 @@ func TestRenewalLossWaitsForUnlock(t *testing.T) {
 	l.mu.Lock()
 	l.state = leaseUnlocking // as Unlock sets it before its release
 	l.mu.Unlock()
-	(&renewHold{mode: Write, leases: []*Lease{l}}).lose(c.renewer, gone, lossGone)
+	(&renewHold{mode: Write, leases: []*Lease{l}}).lose(gone, lossGone)
 	select {
 	case <-l.Done():
 		t.Fatalf("a renewal ended a lease whose Unlock was under way: %v", l.Err())
@@ -195,7 +195,7 @@ func TestRenewalLossWaitsForUnlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&renewHold{mode: Write, leases: []*Lease{held}}).lose(c.renewer, gone, lossGone)
+	(&renewHold{mode: Write, leases: []*Lease{held}}).lose(gone, lossGone)
 	select {
 	case <-held.Done():
 	default:

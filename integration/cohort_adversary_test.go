@@ -8,16 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
@@ -571,97 +567,82 @@ func TestCohortAdvCancelStormNoCohorts(t *testing.T) {
 }
 
 func advStorm(t *testing.T, p fairrw.Policy, cohorts bool) {
-	{
-		{
-			r := redistest.Start(t)
-			name := "cadv:storm:" + p.String()
-			if f := os.Getenv("ADV_MONITOR"); f != "" {
-				host, port, _ := strings.Cut(r.Addr, ":")
-				cmd := exec.Command("redis-cli", "-h", host, "-p", port, "monitor")
-				out, _ := os.Create(f + "." + p.String())
-				cmd.Stdout = out
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); out.Close() })
-			}
-			clients := []*fairrw.Client{
-				// Give-up markers of cancelled Locks live 3 unlock timeouts.
-				newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(time.Second), fairrw.WithCohorts(cohorts)),
-				newClient(t, r, transports[1], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(time.Second), fairrw.WithCohorts(cohorts)),
-			}
-			o := newAdvOracle()
-			var late, granted, cancelled atomic.Int64
-			stop := time.Now().Add(5 * time.Second)
-			var wg sync.WaitGroup
-			for ci, c := range clients {
-				if ci == 1 && os.Getenv("ADV_ONECLIENT") != "" {
-					break
-				}
-				m := c.RWMutex(name)
-				for g := range 6 {
-					wg.Go(func() {
-						rng := rand.New(rand.NewPCG(uint64(ci), uint64(g)))
-						who := fmt.Sprintf("c%d/g%d", ci, g)
-						for time.Now().Before(stop) {
-							timeout := time.Duration(rng.IntN(4000)) * time.Microsecond
-							ctx, cancel := context.WithTimeout(context.Background(), timeout)
-							if rng.IntN(4) == 0 && os.Getenv("ADV_NOCANCEL") == "" {
-								spin := rng.IntN(3)
-								go func() { runtimeYield(spin); cancel() }()
-							}
-							dl, _ := ctx.Deadline()
-							l, err := m.Lock(ctx)
-							if over := time.Since(dl); over > 2*time.Second {
-								late.Add(1)
-								t.Errorf("%s: Lock returned %v after its deadline", who, over)
-							}
-							cancel()
-							if err != nil {
-								cancelled.Add(1)
-								if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-									t.Errorf("%s: Lock: %v", who, err)
-								}
-								continue
-							}
-							granted.Add(1)
-							o.grant(l, fairrw.Write, who+"/write")
-							time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
-							o.release(l)
-							uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
-							if rng.IntN(5) == 0 && os.Getenv("ADV_NOUCANCEL") == "" {
-								ucancel()
-							}
-							_ = l.Unlock(uctx)
-							ucancel()
-						}
-					})
-				}
-			}
-			wg.Wait()
-			o.check(t)
-			t.Logf("granted %d, cancelled %d", granted.Load(), cancelled.Load())
-			ctx := testCtx(t)
-			for ci, c := range clients {
-				lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				l, err := c.RWMutex(name).Lock(lctx)
-				cancel()
-				if err != nil {
-					info, ierr := c.Inspect(ctx, name)
-					if ierr == nil {
-						for i, c := range clients {
-							t.Logf("client %d id %s", i, hidden.ClientID(c))
-						}
-						t.Logf("state: policy %s holders %+v writers %+v readers %+v", info.Policy, info.Holders, info.WaitingWriters, info.WaitingReaders)
+	r := redistest.Start(t)
+	name := "cadv:storm:" + p.String()
+	clients := []*fairrw.Client{
+		// Give-up markers of cancelled Locks live 3 unlock timeouts.
+		newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(time.Second), fairrw.WithCohorts(cohorts)),
+		newClient(t, r, transports[1], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(time.Second), fairrw.WithCohorts(cohorts)),
+	}
+	o := newAdvOracle()
+	var late, granted, cancelled atomic.Int64
+	stop := time.Now().Add(5 * time.Second)
+	var wg sync.WaitGroup
+	for ci, c := range clients {
+		m := c.RWMutex(name)
+		for g := range 6 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(ci), uint64(g)))
+				who := fmt.Sprintf("c%d/g%d", ci, g)
+				for time.Now().Before(stop) {
+					timeout := time.Duration(rng.IntN(4000)) * time.Microsecond
+					ctx, cancel := context.WithTimeout(context.Background(), timeout)
+					if rng.IntN(4) == 0 {
+						spin := rng.IntN(3)
+						go func() { runtimeYield(spin); cancel() }()
 					}
-					t.Fatalf("client %d: Lock after the storm: %v (a cohort stuck?)", ci, err)
+					dl, _ := ctx.Deadline()
+					l, err := m.Lock(ctx)
+					if over := time.Since(dl); over > 2*time.Second {
+						late.Add(1)
+						t.Errorf("%s: Lock returned %v after its deadline", who, over)
+					}
+					cancel()
+					if err != nil {
+						cancelled.Add(1)
+						if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+							t.Errorf("%s: Lock: %v", who, err)
+						}
+						continue
+					}
+					granted.Add(1)
+					o.grant(l, fairrw.Write, who+"/write")
+					time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+					o.release(l)
+					uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+					if rng.IntN(5) == 0 {
+						ucancel()
+					}
+					_ = l.Unlock(uctx)
+					ucancel()
 				}
-				o.grantUnlock(t, ctx, l, fmt.Sprintf("c%d/final/write", ci))
-			}
-			o.check(t)
-			noKeysLeft(t, r, name)
+			})
 		}
 	}
+	wg.Wait()
+	o.check(t)
+	t.Logf("granted %d, cancelled %d", granted.Load(), cancelled.Load())
+	o.finalWrites(t, name, clients)
+	noKeysLeft(t, r, name)
+}
+
+// finalWrites has each Client take the write once more after a storm or a
+// fault and unlock it, checked by o: no hold, cohort or waiter is left
+// stuck.
+func (o *advOracle) finalWrites(t *testing.T, name string, clients []*fairrw.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	for ci, c := range clients {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		l, err := c.RWMutex(name).Lock(lctx)
+		cancel()
+		if err != nil {
+			info, _ := c.Inspect(ctx, name)
+			t.Fatalf("client %d: Lock after the storm: %v (something stuck? %+v)", ci, err, info)
+		}
+		o.grantUnlock(t, ctx, l, fmt.Sprintf("c%d/final/write", ci))
+	}
+	o.check(t)
 }
 
 // TestCohortAdvPausedRedis: Redis is frozen (SIGSTOP) longer than the
@@ -743,16 +724,7 @@ func TestCohortAdvPausedRedis(t *testing.T) {
 			r.Resume(t)
 			paused = false
 			other := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
-			for _, cl := range []*fairrw.Client{c, other} {
-				lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				l, err := cl.RWMutex(name).Lock(lctx)
-				cancel()
-				if err != nil {
-					t.Fatalf("Lock after Redis came back: %v", err)
-				}
-				o.grantUnlock(t, ctx, l, "after/write")
-			}
-			o.check(t)
+			o.finalWrites(t, name, []*fairrw.Client{c, other})
 			noKeysLeft(t, r, name)
 		})
 	}

@@ -277,14 +277,7 @@ func TestReadShareAdvLeaseSemantics(t *testing.T) {
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			name := "rsa:sem:" + p.String()
-			w, err := other.RWMutex(name).Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wtoken := w.Token()
-			if err := w.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			wtoken := writeOnce(t, ctx, other.RWMutex(name))
 			m := c.RWMutex(name)
 			r1, err := m.RLock(ctx)
 			if err != nil {
@@ -724,18 +717,7 @@ func TestReadShareAdvStorm(t *testing.T) {
 			wg.Wait()
 			o.check(t)
 			t.Logf("granted %d (%d reads)", granted.Load(), reads.Load())
-			ctx := testCtx(t)
-			for ci, c := range clients {
-				lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				l, err := c.RWMutex(name).Lock(lctx)
-				cancel()
-				if err != nil {
-					info, _ := c.Inspect(ctx, name)
-					t.Fatalf("client %d: Lock after the storm: %v (%+v)", ci, err, info)
-				}
-				o.grantUnlock(t, ctx, l, fmt.Sprintf("c%d/final/write", ci))
-			}
-			o.check(t)
+			o.finalWrites(t, name, clients)
 			noKeysLeftBut(t, r, name, "fairrw_attempt:")
 		})
 	}

@@ -41,14 +41,7 @@ func TestReadShareWithoutRedis(t *testing.T) {
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			other := newClient(t, r, transports[0], fairrw.WithPolicy(p))
 			name := "share:" + p.String()
-			w, err := other.RWMutex(name).Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wtoken := w.Token()
-			if err := w.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			wtoken := writeOnce(t, ctx, other.RWMutex(name))
 			before, err := redisinfo.Read(ctx, r.Client(t, nil))
 			if err != nil {
 				t.Fatal(err)
@@ -402,4 +395,18 @@ func rlocks(t *testing.T, ctx context.Context, m *fairrw.RWMutex, n int) []*fair
 		leases = append(leases, l)
 	}
 	return leases
+}
+
+// writeOnce takes m's write, unlocks it and returns its token: the token
+// every read after it carries.
+func writeOnce(t *testing.T, ctx context.Context, m *fairrw.RWMutex) uint64 {
+	t.Helper()
+	w, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w.Token()
 }
