@@ -25,7 +25,12 @@ const SentinelMasterSet = "fairrw"
 const (
 	// sentinelDownAfter is the sentinel's down-after-milliseconds: how long
 	// the primary must not answer before the sentinel starts a failover.
-	sentinelDownAfter = 1000
+	// At 1000 a loaded CI machine saw a failover nobody asked for: a new
+	// primary, busy for a second right after its promotion (the old one
+	// re-attaching and syncing from it), was failed over back, and the
+	// harness waited for the primary it knew until its deadline. 3000
+	// costs a kill's failover two seconds.
+	sentinelDownAfter = 3000
 	// sentinelFailoverTimeout is the sentinel's failover-timeout (ms). It
 	// bounds a failover that cannot promote its replica; the next automatic
 	// attempt comes twice that much later.
@@ -65,7 +70,7 @@ type Sentinel struct {
 // runs with
 //
 //	sentinel monitor <MasterSet> 127.0.0.1 <primary port> 1
-//	sentinel down-after-milliseconds <MasterSet> 1000
+//	sentinel down-after-milliseconds <MasterSet> 3000
 //	sentinel failover-timeout <MasterSet> 10000
 //
 // from a configuration file in tb.TempDir() (the sentinel rewrites it). Both
