@@ -135,6 +135,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 	} else {
 		opt := *cfg.clientOption
+		c.warnInsecureTLS(opt)
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
 			// rueidis's default OPTIN tracking follows only the keys read by
 			// DoCache: waiters arm it on the lock key (see arm), so that an

@@ -82,6 +82,13 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 			return
 		}
 		rdb, p, err := dial(opt, publish)
+		if refusesTracking(err, opt) {
+			// The ACL user may not use client tracking (a tenant on a
+			// shared Redis, docs/acl.md): connect without it, now and on
+			// every later try.
+			opt = withoutTracking(opt)
+			rdb, p, err = dial(opt, publish)
+		}
 		c.mu.Lock()
 		switch {
 		case conn.abandoned:
@@ -92,9 +99,13 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 			return
 		case err == nil:
 			c.install(rdb, p)
+			untracked := opt.DisableCache && c.untracked()
 			c.ownsRedis = true
 			close(conn.ready)
 			c.mu.Unlock()
+			if untracked {
+				c.tel.log.Info("fairrw: the ACL user may not use CLIENT TRACKING: connected without it (waiters wake by pub/sub, reads do not share a hold; docs/acl.md)", "addr", conn.addr)
+			}
 			if !first {
 				c.tel.log.Info("fairrw: connected to Redis", "addr", conn.addr)
 			}
@@ -129,6 +140,9 @@ func dial(opt rueidis.ClientOption, publish publishCommand) (rueidis.Client, str
 	}
 	if err != nil && opt.TLSConfig != nil && timedOut(err) {
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (the TLS handshake got no answer: is the server serving TLS?)", addr, err)
+	}
+	if refusal := tlsRefusal(err, opt); refusal != nil {
+		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (%s)", addr, refusal, tlsRefusalHint(opt.TLSConfig))
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w", addr, err)
@@ -166,8 +180,8 @@ func (c *Client) install(rdb rueidis.Client, publish string) {
 // timeout under TLS is not: a server without TLS never answers the
 // handshake.
 func unavailable(err error, tls bool) bool {
-	if tls && timedOut(err) {
-		return false
+	if tls && (timedOut(err) || tlsRefused(err)) {
+		return false // no TLS on the port, or a TLS alert: the server answered
 	}
 	if _, ok := rueidis.IsRedisErr(err); ok || errors.Is(err, ErrPermission) {
 		return false // Redis answered: a wrong password, say

@@ -114,8 +114,12 @@ func WithClient(c rueidis.Client) Option {
 }
 
 // WithURL makes the Client build its own rueidis client from a Redis URL, as
-// rueidis.ParseURL reads it. A URL that does not parse returns an error
-// wrapping ErrInvalidOption, which never includes the password.
+// rueidis.ParseURL reads it. A rediss:// URL verifies the server's
+// certificate against the system's roots (SSL_CERT_FILE and SSL_CERT_DIR
+// add a private CA); its skip_verify, which would turn verification off,
+// is refused (docs/acl.md, TLS). A URL that does not parse, or that sets
+// skip_verify, returns an error wrapping ErrInvalidOption, which never
+// includes the password.
 func WithURL(url string) Option {
 	return optionFunc(func(cfg *config) error {
 		opt, err := rueidis.ParseURL(url)
@@ -126,6 +130,9 @@ func WithURL(url string) Option {
 			}
 			return fmt.Errorf("%w: WithURL: %v", ErrInvalidOption, err)
 		}
+		if err := checkURLTLS(opt); err != nil {
+			return err
+		}
 		return WithClientOption(opt).apply(cfg)
 	})
 }
@@ -133,6 +140,11 @@ func WithURL(url string) Option {
 // WithClientOption makes the Client build its own rueidis client from opt,
 // and close it on Close. opt.OnInvalidations and opt.ClientTrackingOptions
 // must be unset: fairrw sets them, unless opt.DisableCache or AlwaysRESP2 is.
+// When Redis refuses the ACL user CLIENT TRACKING (a tenant of a shared
+// Redis, docs/acl.md), the Client connects without it, as with
+// DisableCache: its reads share no hold, and its waiters wake by pub/sub.
+// An opt.TLSConfig with InsecureSkipVerify is obeyed, with a warning in the
+// Client's log.
 func WithClientOption(opt rueidis.ClientOption) Option {
 	return optionFunc(func(cfg *config) error {
 		if len(opt.InitAddress) == 0 {

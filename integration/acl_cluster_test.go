@@ -30,8 +30,7 @@ func TestClusterACL(t *testing.T) {
 				user := ns + "-" + tg.role
 				for _, addr := range nodes {
 					send := func(args ...string) error { return c.Do(t, addr, args...).Error() }
-					setUserBy(t, send, tg.role, ns, user, pw[ns], nil)
-					setUserBy(t, send, "cluster", ns, user, pw[ns], nil)
+					setTenantBy(t, send, ns, user, pw[ns], tg.role, "cluster")
 				}
 			}
 			newClient := func(ns string, withNS bool) *fairrw.Client {

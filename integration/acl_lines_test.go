@@ -2,76 +2,71 @@ package integration
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/acldoc"
 )
 
 // aclDoc is the page whose ACL lines the ACL tests run as they are.
 const aclDoc = "../docs/acl.md"
 
+// everyPolicy are the blocks of docs/acl.md a tenant adds to the tenant
+// block to use every policy and the Mutex.
+var everyPolicy = []string{"writer-preferring", "phase-fair", "redisson", "mutex"}
+
 // aclLines returns the lines of the fenced block "```acl <role>" of
 // docs/acl.md, so that the documented lines are exactly what the tests use.
 func aclLines(t testing.TB, role string) []string {
 	t.Helper()
-	b, err := os.ReadFile(aclDoc)
+	lines, err := acldoc.Block(aclDoc, role)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	in := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		switch {
-		case !in && strings.TrimSpace(line) == "```acl "+role:
-			in = true
-		case in && strings.TrimSpace(line) == "```":
-			if len(lines) == 0 {
-				t.Fatalf("%s: the block %q is empty", aclDoc, role)
-			}
-			return lines
-		case in:
-			lines = append(lines, line)
-		}
-	}
-	t.Fatalf("%s: no block ```acl %s", aclDoc, role)
-	return nil
+	return lines
 }
 
-// setUser sends the documented lines of role to admin for tenant ns (the
-// docs write them for "billing"), as the ACL user user ("" keeps the
-// documented one) with password, skipping the lines skip says to (nil:
-// none).
-func setUser(t testing.TB, admin rueidis.Client, role, ns, user, password string, skip func(string) bool) {
+// setUser sends to admin the documented lines of the blocks roles, in
+// order, for tenant ns (the docs write them for "billing"), as the ACL
+// user user ("" keeps the documented one) with password, skipping the
+// lines skip says to (nil: none).
+func setUser(t testing.TB, admin rueidis.Client, ns, user, password string, skip func(string) bool, roles ...string) {
 	t.Helper()
 	setUserBy(t, func(args ...string) error {
 		return admin.Do(context.Background(), admin.B().Arbitrary(args...).Build()).Error()
-	}, role, ns, user, password, skip)
+	}, ns, user, password, skip, roles...)
+}
+
+// setTenant makes ns's tenant user (user, or ns when ""): docs/acl.md's
+// tenant block, then the blocks of roles (its policies, "tracking", ...).
+func setTenant(t testing.TB, admin rueidis.Client, ns, user, password string, roles ...string) {
+	t.Helper()
+	setUser(t, admin, ns, user, password, nil, append([]string{"tenant"}, roles...)...)
 }
 
 // setUserBy is setUser through send, which runs one command (on each node
 // of a cluster, say).
-func setUserBy(t testing.TB, send func(args ...string) error, role, ns, user, password string, skip func(string) bool) {
+func setUserBy(t testing.TB, send func(args ...string) error, ns, user, password string, skip func(string) bool, roles ...string) {
 	t.Helper()
-	for _, line := range aclLines(t, role) {
+	cmds, err := acldoc.Commands(aclDoc, ns, user, password, roles...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range cmds {
+		line := strings.Join(args, " ")
 		if skip != nil && skip(line) {
 			continue
 		}
-		fields := strings.Fields(line)
-		for i := range fields {
-			fields[i] = strings.ReplaceAll(fields[i], "billing", ns)
-		}
-		if user != "" {
-			fields[2] = user
-		}
-		for i, f := range fields {
-			if f == ">PASSWORD" {
-				fields[i] = ">" + password
-			}
-		}
-		if err := send(fields...); err != nil {
-			t.Fatalf("%s: %v", line, err)
+		if err := send(args...); err != nil {
+			t.Fatalf("%s: %v", strings.ReplaceAll(line, password, "PASSWORD"), err)
 		}
 	}
+}
+
+// setTenantBy is setTenant through send.
+func setTenantBy(t testing.TB, send func(args ...string) error, ns, user, password string, roles ...string) {
+	t.Helper()
+	setUserBy(t, send, ns, user, password, nil, append([]string{"tenant"}, roles...)...)
 }

@@ -30,7 +30,7 @@ func TestSentinelACL(t *testing.T) {
 	data := []func(args ...string) error{admin(s.Primary.Addr), admin(s.Replica.Addr)}
 	sentinelPW := aclPassword()
 	sentinel := admin(s.Addr)
-	setUserBy(t, sentinel, "sentinel", "billing", "", sentinelPW, nil)
+	setUserBy(t, sentinel, "billing", "", sentinelPW, nil, "sentinel")
 	// Only the documented user may talk to the sentinel from now on (the
 	// admin connection stays authenticated as it was).
 	if err := sentinel("ACL", "SETUSER", "default", "off"); err != nil {
@@ -41,8 +41,7 @@ func TestSentinelACL(t *testing.T) {
 			pw := map[string]string{"billing": aclPassword(), "shipping": aclPassword()}
 			for _, ns := range []string{"billing", "shipping"} {
 				for _, send := range data {
-					setUserBy(t, send, tg.role, ns, ns+"-"+tg.role, pw[ns], nil)
-					setUserBy(t, send, "sentinel-data", ns, ns+"-"+tg.role, pw[ns], nil)
+					setTenantBy(t, send, ns, ns+"-"+tg.role, pw[ns], tg.role, "sentinel-data")
 				}
 			}
 			newClient := func(ns string, withNS bool) *fairrw.Client {

@@ -39,7 +39,7 @@ func TestACLShortNamespaceIsolation(t *testing.T) {
 		for _, ns := range []string{c.victim, c.attacker} {
 			if _, ok := users[ns]; !ok {
 				users[ns] = aclPassword()
-				setUser(t, admin, "writer-preferring", ns, "", users[ns], nil)
+				setTenant(t, admin, ns, "", users[ns], "writer-preferring")
 			}
 		}
 	}

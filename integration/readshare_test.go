@@ -340,7 +340,7 @@ func TestReadShareRefusedByACL(t *testing.T) {
 	r := redistest.StartProcess(t)
 	admin := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 	pw := aclPassword()
-	setUser(t, admin, "writer-preferring", "billing", "", pw, nil)
+	setTenant(t, admin, "billing", "", pw, "writer-preferring", "tracking")
 	if err := admin.Do(context.Background(), admin.B().Arbitrary("ACL", "SETUSER", "billing", "-zcard").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}

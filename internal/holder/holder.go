@@ -41,6 +41,11 @@ type Spec struct {
 	Name   string        // lock name
 	Write  bool          // write (else read)
 	Lease  time.Duration // watchdog lease time
+	// URL, when set, is given to fairrw.WithURL instead of Addr.
+	URL string
+	// Env is added to the child's environment (SSL_CERT_FILE, say): not
+	// sent to the child, which reads its environment as it is.
+	Env []string `json:"-"`
 }
 
 // Process is a running holder.
@@ -78,8 +83,11 @@ func hold(s Spec) error {
 	if err != nil {
 		return err
 	}
-	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{s.Addr}}),
-		fairrw.WithPolicy(p), fairrw.WithLeaseTime(s.Lease))
+	conn := fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{s.Addr}})
+	if s.URL != "" {
+		conn = fairrw.WithURL(s.URL)
+	}
+	c, err := fairrw.New(conn, fairrw.WithPolicy(p), fairrw.WithLeaseTime(s.Lease))
 	if err != nil {
 		return err
 	}
@@ -110,7 +118,7 @@ func Start(t testing.TB, s Spec) *Process {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envSpec+"="+string(raw))
+	cmd.Env = append(append(os.Environ(), s.Env...), envSpec+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = sysProcAttr()
 	stdin, err := cmd.StdinPipe()

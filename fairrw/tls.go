@@ -1,0 +1,113 @@
+package fairrw
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// TLS: what a Client refuses to do, and how it explains the server's
+// refusals (docs/acl.md, "TLS").
+
+// checkURLTLS refuses a rediss:// URL whose skip_verify turns certificate
+// verification off: a Client would then talk to whoever answers, and send
+// it the password. A URL is often configuration that nobody reviews as code;
+// a program that wants it anyway says so in code, with
+// TLSConfig.InsecureSkipVerify in WithClientOption.
+func checkURLTLS(opt rueidis.ClientOption) error {
+	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
+		return fmt.Errorf("%w: WithURL: skip_verify turns TLS certificate verification off, so anyone on the network path can pose as Redis and read the password: "+
+			"trust the server's CA instead (SSL_CERT_FILE, or TLSConfig.RootCAs in WithClientOption); to turn verification off anyway, set TLSConfig.InsecureSkipVerify in WithClientOption", ErrInvalidOption)
+	}
+	return nil
+}
+
+// tlsRefused reports whether err is a TLS alert from the server: it
+// answered, and refused the handshake (most often the client's certificate,
+// or its absence). Waiting does not cure it.
+func tlsRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
+// tlsRefusal returns the TLS alert with which the server refused a
+// connection of opt that failed with err, or nil. Under TLS 1.3 the server
+// checks the client's certificate after the handshake that the client saw
+// succeed, and its alert races the client's first write: the client sees
+// the alert, or only a reset connection. A reset or closed TLS connection
+// is then tried once more, reading the server's alert, if any, as the
+// client's first write would have.
+func tlsRefusal(err error, opt rueidis.ClientOption) error {
+	switch {
+	case err == nil || opt.TLSConfig == nil:
+		return nil
+	case tlsRefused(err):
+		return err
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return probeTLS(opt)
+	}
+	return nil
+}
+
+// probeTLS makes a TLS connection to each address of opt, and waits a
+// moment for the server's alert. It returns the first alert, or nil.
+// Sentinel and a dialer of the caller's (DialCtxFn) are not probed.
+func probeTLS(opt rueidis.ClientOption) error {
+	if opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" {
+		return nil
+	}
+	timeout := opt.Dialer.Timeout
+	if timeout <= 0 {
+		timeout = rueidis.DefaultDialTimeout
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: opt.TLSConfig.Clone()}
+	for _, addr := range opt.InitAddress {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			if tlsRefused(err) {
+				return err
+			}
+			continue
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(min(timeout, tlsProbeWait)))
+		_, err = conn.Read(make([]byte, 1))
+		_ = conn.Close()
+		if tlsRefused(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// tlsProbeWait bounds how long probeTLS waits for an alert: a server that
+// accepted the connection sends nothing until asked.
+const tlsProbeWait = time.Second
+
+// tlsRefusalHint says what most often makes a Redis server refuse the TLS
+// handshake of a client with cfg.
+func tlsRefusalHint(cfg *tls.Config) string {
+	if len(cfg.Certificates) == 0 && cfg.GetClientCertificate == nil {
+		return "the server refused the TLS handshake: Redis asks every client for a certificate unless tls-auth-clients is no or optional " +
+			"(it is yes by default): give one signed by a CA of the server's tls-ca-cert-file in TLSConfig.Certificates (docs/acl.md, TLS)"
+	}
+	return "the server refused the TLS handshake: is the client certificate signed by a CA of the server's tls-ca-cert-file, and valid now? (docs/acl.md, TLS)"
+}
+
+// warnInsecureTLS logs a Client told not to verify the server's
+// certificate (WithClientOption's TLSConfig.InsecureSkipVerify).
+func (c *Client) warnInsecureTLS(opt rueidis.ClientOption) {
+	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
+		c.tel.log.Warn("fairrw: TLS certificate verification is off (InsecureSkipVerify): anyone on the network path can pose as Redis",
+			"addr", strings.Join(opt.InitAddress, ","))
+	}
+}
