@@ -142,7 +142,11 @@ func dial(opt rueidis.ClientOption, publish publishCommand) (rueidis.Client, str
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (the TLS handshake got no answer: is the server serving TLS?)", addr, err)
 	}
 	if refusal := tlsRefusal(err, opt); refusal != nil {
-		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (%s)", addr, refusal, tlsRefusalHint(opt.TLSConfig))
+		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (%s)", addr, refusal, tlsRefusalHint(refusal, opt.TLSConfig))
+	}
+	if tlsPort := plainToTLS(err, opt); tlsPort != nil {
+		// Not wrapping the reset: waiting would not cure it.
+		return nil, "", fmt.Errorf("fairrw: connect to %s: %v", addr, tlsPort)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w", addr, err)

@@ -94,13 +94,49 @@ func probeTLS(opt rueidis.ClientOption) error {
 const tlsProbeWait = time.Second
 
 // tlsRefusalHint says what most often makes a Redis server refuse the TLS
-// handshake of a client with cfg.
-func tlsRefusalHint(cfg *tls.Config) string {
-	if len(cfg.Certificates) == 0 && cfg.GetClientCertificate == nil {
+// handshake of a client with cfg with the alert err.
+func tlsRefusalHint(err error, cfg *tls.Config) string {
+	msg := err.Error()
+	noCert := len(cfg.Certificates) == 0 && cfg.GetClientCertificate == nil
+	switch {
+	case strings.Contains(msg, "protocol version"):
+		return "the server refused the TLS handshake: no TLS version in common (the TLSConfig's MinVersion and MaxVersion, the server's tls-protocols)"
+	case noCert && (strings.Contains(msg, "certificate") || strings.Contains(msg, "handshake failure") || strings.Contains(msg, "access denied")):
 		return "the server refused the TLS handshake: Redis asks every client for a certificate unless tls-auth-clients is no or optional " +
 			"(it is yes by default): give one signed by a CA of the server's tls-ca-cert-file in TLSConfig.Certificates (docs/acl.md, TLS)"
+	case strings.Contains(msg, "certificate") || strings.Contains(msg, "access denied"):
+		return "the server refused the TLS handshake: is the client certificate signed by a CA of the server's tls-ca-cert-file, and valid now? (docs/acl.md, TLS)"
 	}
-	return "the server refused the TLS handshake: is the client certificate signed by a CA of the server's tls-ca-cert-file, and valid now? (docs/acl.md, TLS)"
+	return "the server refused the TLS handshake (docs/acl.md, TLS)"
+}
+
+// plainToTLS returns an error saying so when a connection of opt, without
+// TLS, failed with err because the server speaks TLS on that port: it
+// closes a connection that does not start with a TLS handshake, and the
+// client sees only a reset. The probe makes a TLS handshake without
+// verifying the server (it only asks whether it speaks TLS) and sends
+// nothing.
+func plainToTLS(err error, opt rueidis.ClientOption) error {
+	if err == nil || opt.TLSConfig != nil || opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" ||
+		!(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return nil
+	}
+	timeout := opt.Dialer.Timeout
+	if timeout <= 0 {
+		timeout = rueidis.DefaultDialTimeout
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: min(timeout, tlsProbeWait)},
+		Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe: it sends nothing
+	for _, addr := range opt.InitAddress {
+		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, tlsProbeWait))
+		conn, perr := dialer.DialContext(ctx, "tcp", addr)
+		cancel()
+		if perr == nil {
+			_ = conn.Close()
+			return fmt.Errorf("%w (the server at %s speaks TLS: use a rediss:// URL, or a TLSConfig in WithClientOption; docs/acl.md, TLS)", err, addr)
+		}
+	}
+	return nil
 }
 
 // warnInsecureTLS logs a Client told not to verify the server's

@@ -116,11 +116,68 @@ func TestTLSRefusalProbe(t *testing.T) {
 		t.Errorf("a reset without TLS: %v, want no refusal", err)
 	}
 
-	if hint := tlsRefusalHint(&tls.Config{}); !strings.Contains(hint, "tls-auth-clients") {
-		t.Errorf("the hint without a client certificate: %q", hint)
+}
+
+// The hint follows the alert and whether the Client gave a certificate.
+func TestTLSRefusalHint(t *testing.T) {
+	alert := func(msg string) error { return &net.OpError{Op: "remote error", Err: errors.New(msg)} }
+	withCert := &tls.Config{Certificates: []tls.Certificate{{}}}
+	for _, c := range []struct {
+		alert string
+		cfg   *tls.Config
+		want  string
+	}{
+		{"tls: certificate required", &tls.Config{}, "tls-auth-clients"},
+		{"tls: handshake failure", &tls.Config{}, "tls-auth-clients"},
+		{"tls: unknown certificate authority", withCert, "client certificate signed by"},
+		{"tls: bad certificate", withCert, "client certificate signed by"},
+		{"tls: protocol version not supported", &tls.Config{}, "no TLS version in common"},
+		{"tls: internal error", &tls.Config{}, "refused the TLS handshake (docs/acl.md"},
+	} {
+		if hint := tlsRefusalHint(alert(c.alert), c.cfg); !strings.Contains(hint, c.want) {
+			t.Errorf("%s, %d client certificates: %q, want %q in it", c.alert, len(c.cfg.Certificates), hint, c.want)
+		}
 	}
-	if hint := tlsRefusalHint(&tls.Config{Certificates: []tls.Certificate{cert}}); !strings.Contains(hint, "client certificate signed by") {
-		t.Errorf("the hint with a client certificate: %q", hint)
+}
+
+// A plain connection reset by a server that speaks TLS on the port says
+// so; one reset by a server that does not, or that failed otherwise, is
+// left as it was.
+func TestPlainToTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	tlsAddr := tlsServer(t, cert, pool, tls.NoClientCert)
+	err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}})
+	if err == nil || !strings.Contains(err.Error(), "speaks TLS") || !strings.Contains(err.Error(), "rediss://") {
+		t.Fatalf("a plain connection reset by a TLS server: %v, want it said", err)
+	}
+	if unavailable(fmt.Errorf("fairrw: connect to %s: %v", tlsAddr, err), false) {
+		t.Errorf("a server that speaks TLS reads as unavailable")
+	}
+	ln, lerr := net.Listen("tcp", "127.0.0.1:0") // accepts and closes: no TLS
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	defer func() { _ = ln.Close(); <-done }()
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{ln.Addr().String()}}); err != nil {
+		t.Errorf("a plain server: %v, want nothing said", err)
+	}
+	if err := plainToTLS(errors.New("WRONGPASS"), rueidis.ClientOption{InitAddress: []string{tlsAddr}}); err != nil {
+		t.Errorf("another error: %v, want nothing said", err)
+	}
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}, TLSConfig: &tls.Config{}}); err != nil {
+		t.Errorf("a TLS Client: %v, want nothing said (tlsRefusal's case)", err)
 	}
 }
 

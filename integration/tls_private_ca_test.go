@@ -135,7 +135,8 @@ func newOrFirstCall(opts ...fairrw.Option) error {
 // same URL without the CA is refused with Go's certificate error, not
 // ErrUnavailable; skip_verify is refused by WithURL with ErrInvalidOption
 // (skip_verify=false is not); InsecureSkipVerify given in code connects,
-// and New logs a warning; a certificate for another host name is refused.
+// and New logs a warning; a certificate for another host name is refused;
+// a Client without TLS fails New saying that the server speaks TLS.
 //
 // With client authentication (Redis's default, tls-auth-clients yes),
 // over TLS 1.2 and 1.3: a Client without a certificate fails New itself,
@@ -199,6 +200,16 @@ func TestTLSPrivateCA(t *testing.T) {
 		}
 		if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "InsecureSkipVerify") {
 			t.Errorf("InsecureSkipVerify in code: no warning logged: %q", logged.String())
+		}
+
+		// A Client without TLS on the TLS port: the server cuts it off,
+		// and New says why, at once.
+		c2, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{addr}}))
+		if err == nil {
+			_ = c2.Close()
+			t.Errorf("New without TLS on a TLS port succeeded: want it to say the server speaks TLS")
+		} else if errors.Is(err, fairrw.ErrUnavailable) || !strings.Contains(err.Error(), "speaks TLS") {
+			t.Errorf("New without TLS on a TLS port: %v, want it to say the server speaks TLS", err)
 		}
 
 		// The certificate names 127.0.0.1, not localhost.
