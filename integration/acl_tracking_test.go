@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/acldoc"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
@@ -232,5 +233,54 @@ func TestACLTenantTracking(t *testing.T) {
 		if !leaks {
 			t.Errorf("Redis %s did not push shipping's key name to billing's BCAST tracking: docs/acl.md says every 7.x release does", version)
 		}
+	}
+}
+
+// TestACLTenantConnectsLater: a tenant's Client made while Redis is down
+// (docs/acl.md's tenant and writer-preferring blocks, given to the server
+// as its "user" configuration line, so that they survive the restart)
+// connects in the background once Redis is up: it finds CLIENT TRACKING
+// refused there, connects without it, logs so, and locks, a waiter of it
+// woken by the release.
+func TestACLTenantConnectsLater(t *testing.T) {
+	const password = "tenant-later"
+	cmds, err := acldoc.Commands(aclDoc, "billing", "", password, "tenant", "writer-preferring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := []string{"--user", "billing"}
+	for _, args := range cmds {
+		user = append(user, args[3:]...) // the rules after ACL SETUSER billing
+	}
+	r := redistest.StartProcess(t, user...)
+	r.Stop(t)
+	var logged syncBuffer
+	c := aclClient(t, r, "billing", password, fairrw.WithNamespace("billing"),
+		fairrw.WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	r.Restart(t)
+	ctx := testCtx(t)
+	l, err := c.RWMutex("billing:later").Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock once Redis is up: %v", err)
+	}
+	woken := make(chan string, 1)
+	go func() {
+		w, err := c.RWMutex("billing:later").Lock(ctx)
+		if err != nil {
+			woken <- err.Error()
+			return
+		}
+		woken <- hidden.WokenBy(w)
+		_ = w.Unlock(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if by := <-woken; by == "timer" || by == "" || strings.Contains(by, " ") {
+		t.Errorf("the waiter: %q, want woken by the release", by)
+	}
+	if !strings.Contains(logged.String(), "may not use CLIENT TRACKING") {
+		t.Errorf("the Client did not log that it connected without tracking: %q", logged.String())
 	}
 }
