@@ -126,7 +126,7 @@ func plainToTLS(err error, opt rueidis.ClientOption) error {
 		timeout = rueidis.DefaultDialTimeout
 	}
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: min(timeout, tlsProbeWait)},
-		Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe: it sends nothing
+		Config: &tls.Config{InsecureSkipVerify: true}} // a probe: it sends nothing
 	for _, addr := range opt.InitAddress {
 		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, tlsProbeWait))
 		conn, perr := dialer.DialContext(ctx, "tcp", addr)

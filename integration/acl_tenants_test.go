@@ -190,7 +190,9 @@ func ungranted(ns, k, ch string) [][]string {
 		{"DUMP", k}, {"RESTORE", k, "0", "x"}, {"RENAME", k, k + "2"}, {"COPY", k, k + "2"},
 		{"OBJECT", "ENCODING", k}, {"MEMORY", "USAGE", k}, {"SORT", k}, {"GETDEL", k}, {"EXPIRE", k, "1"},
 		{"PERSIST", k}, {"UNLINK", k}, {"TOUCH", k}, {"HSCAN", k, "0"}, {"ZSCAN", k, "0"}, {"SELECT", "1"},
-		{"MULTI"},
+		{"MULTI"}, {"CLIENT", "PAUSE", "1000"}, {"CLIENT", "NO-EVICT", "ON"},
+		{"CONFIG", "SET", "maxclients", "1"}, {"SCRIPT", "KILL"}, {"FUNCTION", "FLUSH"}, {"SHUTDOWN", "NOSAVE"},
+		{"SUBSCRIBE", "__redis__:invalidate"}, {"PUBLISH", "__redis__:invalidate", k},
 		{"EVAL", "return redis.call('TYPE', '" + k + "')", "0"},
 		{"EVAL", "return redis.call('PUBLISH', '" + ch + "', '0')", "0"},
 	}
@@ -218,9 +220,11 @@ func tenantKeys(names []string) (keys, channels []string) {
 //     default is refused, and New without credentials fails with
 //     ErrPermission; a connection made before the lock-down stays open
 //     with the user's new rights (none) until CLIENT KILL USER default;
+//   - the documented inspector and operator users cannot use client
+//     tracking either;
 //   - each tenant, under every policy and the Mutex, does every operation
 //     on its own locks (a plain and a braced name): Lock, a TryLock refused
-//     beside it, Inspect, renewal over four leases, a further hold (a
+//     beside it, Inspect, renewal over three leases, a further hold (a
 //     downgrade, or a reentrant Mutex hold), the release waking a waiter of
 //     another of its Clients (not its timer), shared reads, ForceUnlock
 //     ending the holder's lease; ACL LOG then holds no refusal of the
@@ -260,6 +264,20 @@ func TestACLTenantsOnOneRedis(t *testing.T) {
 	adminDo := func(args ...string) (rueidis.RedisMessage, error) {
 		return admin.Do(ctx, admin.B().Arbitrary(args...).Build()).ToMessage()
 	}
+	t.Run("inspector and operator", func(t *testing.T) {
+		ipw, opw := aclPassword(), aclPassword()
+		setUser(t, admin, "billing", "", ipw, nil, "inspector")
+		setUser(t, admin, "billing", "", opw, nil, "operator")
+		for user, password := range map[string]string{"billing-inspector": ipw, "locks-operator": opw} {
+			conn := dialRESP(t, r.Addr, user, password)
+			for _, args := range [][]string{{"CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "other:"}, {"CLIENT", "TRACKING", "ON"}, {"KEYS", "*"}} {
+				if reply, err := conn.do(args...); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+					t.Errorf("%s's %v: %q, %v; want NOPERM", user, args, reply, err)
+				}
+			}
+		}
+	})
+
 	t.Run("default user", func(t *testing.T) {
 		anon := dialRESP(t, r.Addr, "", "")
 		for _, args := range [][]string{{"PING"}, {"GET", "billing:x"}, {"KEYS", "*"}, {"CLIENT", "TRACKING", "ON", "BCAST"}, {"HELLO", "3"}} {
@@ -357,7 +375,7 @@ func lockFor(ctx context.Context, c *fairrw.Client, tg aclTarget, name string, r
 // tg on two names of its own (plain and braced), with two Clients.
 func ownLockOperations(t *testing.T, r *redistest.Redis, tg aclTarget, ns, password string) {
 	t.Helper()
-	const lease = 300 * time.Millisecond
+	const lease = 500 * time.Millisecond
 	opts := []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithNamespace(ns)}
 	a := aclClient(t, r, ns, password, append(opts, fairrw.WithLeaseTime(lease))...)
 	b := aclClient(t, r, ns, password, opts...)
@@ -394,7 +412,7 @@ func ownLockOperations(t *testing.T, r *redistest.Redis, tg aclTarget, ns, passw
 			}
 			waited <- err
 		}()
-		time.Sleep(4 * lease) // the watchdog renews it, three times a lease
+		time.Sleep(3 * lease) // the watchdog renews it, three times a lease
 		select {
 		case <-l.Done():
 			t.Fatalf("%s: %v", what("the lease, renewed"), l.Err())
