@@ -224,7 +224,7 @@ func tenantKeys(names []string) (keys, channels []string) {
 //     tracking either;
 //   - each tenant, under every policy and the Mutex, does every operation
 //     on its own locks (a plain and a braced name): Lock, a TryLock refused
-//     beside it, Inspect, renewal over three leases, a further hold (a
+//     beside it, Inspect, a renewal by the watchdog, a further hold (a
 //     downgrade, or a reentrant Mutex hold), the release waking a waiter of
 //     another of its Clients (not its timer), shared reads, ForceUnlock
 //     ending the holder's lease; ACL LOG then holds no refusal of the
@@ -375,7 +375,9 @@ func lockFor(ctx context.Context, c *fairrw.Client, tg aclTarget, name string, r
 // tg on two names of its own (plain and braced), with two Clients.
 func ownLockOperations(t *testing.T, r *redistest.Redis, tg aclTarget, ns, password string) {
 	t.Helper()
-	const lease = 500 * time.Millisecond
+	// The watchdog renews every third of the lease: the test waits for a
+	// renewal, not a time, so that a loaded machine only makes it slower.
+	const lease = 2 * time.Second
 	opts := []fairrw.Option{fairrw.WithPolicy(tg.policy), fairrw.WithNamespace(ns)}
 	a := aclClient(t, r, ns, password, append(opts, fairrw.WithLeaseTime(lease))...)
 	b := aclClient(t, r, ns, password, opts...)
@@ -412,10 +414,20 @@ func ownLockOperations(t *testing.T, r *redistest.Redis, tg aclTarget, ns, passw
 			}
 			waited <- err
 		}()
-		time.Sleep(3 * lease) // the watchdog renews it, three times a lease
+		granted := l.Deadline()
+		for !l.Deadline().After(granted) { // the watchdog's renewal, as the tenant
+			select {
+			case <-l.Done():
+				t.Fatalf("%s: %v", what("the lease, renewed"), l.Err())
+			case <-ctx.Done():
+				t.Fatalf("%s: not renewed", what("the lease"))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if info, err := b.Inspect(ctx, name); err != nil || len(info.Holders) != 1 {
+			t.Errorf("%s: %+v, %v; want one holder", what("Inspect after a renewal"), info, err)
+		}
 		select {
-		case <-l.Done():
-			t.Fatalf("%s: %v", what("the lease, renewed"), l.Err())
 		case err := <-waited:
 			t.Fatalf("%s: returned while the lock was held: %v", what("the waiter"), err)
 		default:
