@@ -156,6 +156,7 @@ func (c *Client) use(rdb rueidis.Client, publish publishCommand) error {
 
 // install sets the rueidis client rdb and what depends on it.
 func (c *Client) install(rdb rueidis.Client, publish string) {
+	rdb = c.installed(rdb)
 	c.rdb, c.publish = rdb, publish
 	c.cluster = rdb.Mode() == rueidis.ClientModeCluster
 	c.janitor = newJanitor(rdb, c.halt)
