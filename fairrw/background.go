@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -62,7 +63,13 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		c.tel.background(1)
 		defer c.tel.background(-1)
 		name := c.tel.logName(m.keys.name)
-		c.tel.log.Warn("fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
+		// Left behind by an outage, it is one of many: the outage's own
+		// line says it all (fairrw.background.pending counts them).
+		warn, info := slog.LevelWarn, slog.LevelInfo
+		if c.tel.health.down.Load() {
+			warn, info = slog.LevelDebug, slog.LevelDebug
+		}
+		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
 		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
 		once := func() bool {
 			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
@@ -71,14 +78,14 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		}
 		for time.Now().Before(moot) {
 			if once() {
-				c.tel.log.Info("fairrw: confirmed in the background", append(name, "what", what)...)
+				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
 				return
 			}
 			if backoff.wait(ctx, nil) != nil {
 				return
 			}
 		}
-		c.tel.log.Warn("fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
+		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
 	})
 }
 

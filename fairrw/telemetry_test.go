@@ -496,6 +496,17 @@ func (h *logRecorder) records() []slog.Record {
 	return slices.Clone(h.recs)
 }
 
+// atLeast returns the records of level or above.
+func (h *logRecorder) atLeast(level slog.Level) []slog.Record {
+	var out []slog.Record
+	for _, r := range h.records() {
+		if r.Level >= level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // assertNone fails the test if anything was logged.
 func (h *logRecorder) assertNone(t *testing.T) {
 	t.Helper()
