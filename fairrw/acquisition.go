@@ -316,10 +316,11 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	// A Shutdown cut short stops it: boundedHalting cancels tctx then, and
 	// the Client's closing (which comes first) wakes the backoff below.
 	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
-	var failed error // the last try that got no answer for want of a connection
+	var failed error             // the last try that got no answer for want of a connection
+	var unanswered time.Duration // how long the last try went without an answer
 	for {
 		if ctx.Err() != nil { // this try is not sent: it changes nothing
-			return got, a.ended(ctx, failed, 0)
+			return got, a.ended(ctx, failed, unanswered)
 		}
 		called := time.Now()
 		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
@@ -336,12 +337,15 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
 			return got, tag(fmt.Sprintf("fairrw: acquire %q: %s", m.keys.name, reason(err)), err)
 		}
+		// A try that rueidis ended at ctx's deadline may return a moment
+		// before ctx reports it: the next turn of the loop does.
+		unanswered = time.Since(called)
 		if redisDown(err) {
 			failed = err
 		}
 		switch {
 		case ctx.Err() != nil:
-			return got, a.ended(ctx, failed, time.Since(called))
+			return got, a.ended(ctx, failed, unanswered)
 		case m.c.isClosing():
 			return got, closedError(m.keys.name)
 		case tctx.Err() != nil:

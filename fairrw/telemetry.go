@@ -705,7 +705,7 @@ func (t *telemetry) renewRound(start time.Time, leases, batches, failedBatches, 
 	}
 	span.End()
 	switch {
-	case err != nil && redisDown(err):
+	case err != nil && k.info().outcome == outcomeUnavailable:
 		t.redisFailed(ctx, t.addr, err)
 	case err != nil:
 		if t.health.renewalFailing(k) {
