@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -103,6 +104,9 @@ func (m *RWMutex) forceUnlock(f *forceTrace) error {
 // holders returns the owners holding the lock in mode, as Inspect reads
 // them (none if it cannot: the force goes on regardless).
 func (m *RWMutex) holders(ctx context.Context, mode Mode) []string {
+	if validateInspectName(m.keys.name) != nil {
+		return nil // Inspect's keys would not share the name's slot
+	}
 	info, err := m.c.inspect(ctx, m.keys.name)
 	if err != nil {
 		return nil
@@ -150,9 +154,16 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	return cfg, nil
 }
 
+// waitError is the error of a wait that err ended. A wait whose ctx ends
+// while the Client finds Redis unreachable (see redisHealth) ended for
+// Redis's outage, not for the lock: no release could reach it. Its error
+// wraps ErrUnavailable beside ctx's.
 func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
 		return closedError(m.keys.name)
+	}
+	if m.c.tel.health.down.Load() && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return tag(fmt.Sprintf("fairrw: waiting for %q while Redis at %s is unreachable: %s", m.keys.name, m.c.address(), reason(err)), ErrUnavailable, err)
 	}
 	return tag(fmt.Sprintf("fairrw: waiting for %q: %s", m.keys.name, reason(err)), err)
 }

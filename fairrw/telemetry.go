@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -118,8 +119,6 @@ type telemetry struct {
 	internalSpan []trace.SpanStartOption
 	rootSpan     []trace.SpanStartOption
 	redisSpan    []trace.SpanStartOption // a Redis round trip
-	// redisAttrs are the attributes of every Redis round trip's span.
-	redisAttrs []attribute.KeyValue
 	// Measurement options by mode index (0 read, 1 write), whether the
 	// acquire waited, error kind, and loss cause.
 	byMode    [2]measure
@@ -199,19 +198,36 @@ func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
 		redisSpan:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	t.health = newRedisHealth(t)
-	t.server = &redisServer{}
+	t.server = &redisServer{base: []attribute.KeyValue{semconv.DBSystemNameRedis, attrDeployment.String(cfg.deployment)}}
 	t.deploymentOnly = newMeasure(attrDeployment.String(cfg.deployment))
-	t.redisAttrs = []attribute.KeyValue{semconv.DBSystemNameRedis, attrDeployment.String(cfg.deployment)}
 	if host, port, ok := splitAddress(cfg.addr); ok && cfg.single {
 		t.server.one = []attribute.KeyValue{semconv.ServerAddress(host), semconv.ServerPort(port)}
 	}
+	t.server.build(nil)
 	return t.forPolicy(cfg.policy), nil
 }
 
-// redisServer is the one Redis server a Client's calls go to, if known.
+// redisServer is what the spans of Redis round trips say of the server.
 type redisServer struct {
-	one   []attribute.KeyValue                 // server.address and server.port of its one address, if it has one
-	attrs atomic.Pointer[[]attribute.KeyValue] // one, once a standalone client serves it
+	base []attribute.KeyValue // db.system.name, fairrw.deployment
+	one  []attribute.KeyValue // server.address and server.port of the Client's one address, if it has one
+	// calls are every round trip's attributes by procedure, built once:
+	// a span then sets them in one call. Replaced once a standalone client
+	// serves the one address (servedBy).
+	calls atomic.Pointer[map[string][]attribute.KeyValue]
+}
+
+// procedures are the scripts whose round trips are spans of their own.
+var procedures = []string{"fairrw.acquire", "fairrw.release", "fairrw.give_back", "fairrw.force_unlock", "fairrw.inspect", "fairrw.renew"}
+
+// build makes the round trips' attributes, with server's.
+func (s *redisServer) build(server []attribute.KeyValue) {
+	calls := make(map[string][]attribute.KeyValue, len(procedures))
+	for _, p := range procedures {
+		kvs := append(slices.Clone(s.base), server...)
+		calls[p] = append(kvs, semconv.DBOperationName("EVALSHA"), semconv.DBStoredProcedureName(p))
+	}
+	s.calls.Store(&calls)
 }
 
 // servedBy tells the telemetry whether the Client's rueidis client is a
@@ -219,16 +235,16 @@ type redisServer struct {
 // Sentinel's to the primary of the moment, not to the address given.
 func (t *telemetry) servedBy(standalone bool) {
 	if standalone && t.server.one != nil {
-		t.server.attrs.Store(&t.server.one)
+		t.server.build(t.server.one)
 	}
 }
 
-// spanAttrs are the attributes of a Redis round trip's span.
-func (t *telemetry) spanAttrs(span trace.Span) {
-	span.SetAttributes(t.redisAttrs...)
-	if server := t.server.attrs.Load(); server != nil {
-		span.SetAttributes(*server...)
+// callAttrs are the attributes of a round trip of procedure.
+func (t *telemetry) callAttrs(procedure string) []attribute.KeyValue {
+	if kvs, ok := (*t.server.calls.Load())[procedure]; ok {
+		return kvs
 	}
+	return append(slices.Clone(t.server.base), semconv.DBOperationName("EVALSHA"), semconv.DBStoredProcedureName(procedure))
 }
 
 // forPolicy returns telemetry sharing t's instruments and health, under
@@ -449,9 +465,10 @@ type acquireTrace struct {
 func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mode Mode) (context.Context, acquireTrace) {
 	ctx, span := t.tracer.Start(ctx, op, t.internalSpan...)
 	if span.IsRecording() {
-		span.SetAttributes(attrLockMode.String(mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment))
 		if kv, ok := t.lockName(name); ok {
-			span.SetAttributes(kv)
+			span.SetAttributes(kv, attrLockMode.String(mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment))
+		} else {
+			span.SetAttributes(attrLockMode.String(mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment))
 		}
 	}
 	return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: span, start: time.Now(), mode: mode}
@@ -470,14 +487,16 @@ func (a *acquireTrace) end(l *Lease, err error) {
 		t.inst.sharedReads.Add(context.Background(), 1, t.byPolicy.add...)
 	}
 	if a.span.IsRecording() {
-		a.span.SetAttributes(attrOutcome.String(info.outcome), attrAttempts.Int(a.stats.attempts),
-			attrWait.Float64(wait.Seconds()), attrWaited.Bool(a.stats.waited))
+		ended := [...]attribute.KeyValue{attrOutcome.String(info.outcome), attrAttempts.Int(a.stats.attempts),
+			attrWait.Float64(wait.Seconds()), attrWaited.Bool(a.stats.waited), {}, {}}
+		n := 4
 		if l != nil {
+			ended[n], n = attrToken.Int64(int64(l.token)), n+1
 			if w := l.wokenBy(); w != "" {
-				a.span.SetAttributes(attrWokenBy.String(w))
+				ended[n], n = attrWokenBy.String(w), n+1
 			}
-			a.span.SetAttributes(attrToken.Int64(int64(l.token)))
 		}
+		a.span.SetAttributes(ended[:n]...)
 		switch info.outcome {
 		case outcomeCancelled, outcomeUnavailable, outcomeError:
 			t.failed(a.span, err, k, a.name, true)
@@ -557,11 +576,13 @@ func (t *telemetry) startUnlock(ctx context.Context, l *Lease) (context.Context,
 	ctx, span := t.tracer.Start(ctx, "fairrw.Unlock", t.internalSpan...)
 	if span.IsRecording() {
 		span.AddLink(trace.Link{SpanContext: l.acquireSpan})
-		span.SetAttributes(attrLockMode.String(l.mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment),
-			attrHeld.Float64(time.Since(l.granted).Seconds()))
+		attrs := [...]attribute.KeyValue{attrLockMode.String(l.mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment),
+			attrHeld.Float64(time.Since(l.granted).Seconds()), {}}
+		n := 4
 		if kv, ok := t.lockName(l.lockName()); ok {
-			span.SetAttributes(kv)
+			attrs[n], n = kv, n+1
 		}
+		span.SetAttributes(attrs[:n]...)
 	}
 	return ctx, span
 }
@@ -692,9 +713,8 @@ func (t *telemetry) renewRound(start time.Time, leases, batches, failedBatches, 
 	}
 	ctx, span := t.tracer.Start(context.Background(), "fairrw.renew", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
 	if span.IsRecording() {
-		t.spanAttrs(span)
-		span.SetAttributes(semconv.DBOperationName("EVALSHA"), semconv.DBStoredProcedureName("fairrw.renew"),
-			attrPolicy.String(t.policy), attrRenewLeases.Int(leases-failedLeases),
+		span.SetAttributes(t.callAttrs("fairrw.renew")...)
+		span.SetAttributes(attrPolicy.String(t.policy), attrRenewLeases.Int(leases-failedLeases),
 			attrRenewBatches.Int(batches), attrRenewFailures.Int(failedBatches))
 		if batches > 1 {
 			span.SetAttributes(semconv.DBOperationBatchSize(batches))
@@ -743,8 +763,7 @@ func (t *telemetry) startCall(ctx context.Context, f any) redisCall {
 		return rc
 	}
 	rc.ctx, rc.span = t.tracer.Start(ctx, "EVALSHA", t.redisSpan...)
-	t.spanAttrs(rc.span)
-	rc.span.SetAttributes(semconv.DBOperationName("EVALSHA"), semconv.DBStoredProcedureName(p.procedure()))
+	rc.span.SetAttributes(t.callAttrs(p.procedure())...)
 	return rc
 }
 

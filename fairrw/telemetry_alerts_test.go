@@ -24,6 +24,8 @@ import (
 // metrics recorded so far would fire, as an operator would write them over
 // a window that holds the whole test:
 //
+//   - LockWaitsSlow: acquires that waited (granted, or cancelled: a wait
+//     timeout) over 1s, the threshold the docs suggest for the p99;
 //   - RedisUnavailable: fairrw.redis.unreachable > 0, or acquires with
 //     outcome=unavailable, or dials with an error.type;
 //   - LeasesLost: fairrw.leases.lost with a cause other than closed;
@@ -42,6 +44,7 @@ func firing(t *testing.T, rm metricdata.ResourceMetrics) []string {
 	for set, n := range histCounts(t, rm, mAcquire) {
 		outcomes[attrValue(set, keyOutcome)] += n
 	}
+	add("LockWaitsSlow", slowWaits(rm, 1) > 0)
 	unreachable := int64(0)
 	for _, v := range sums(t, rm, mUnreachable) {
 		unreachable = max(unreachable, v)
@@ -72,6 +75,29 @@ func firing(t *testing.T, rm metricdata.ResourceMetrics) []string {
 	}
 	add("RenewalFailures", renewFailures > 0)
 	return alerts
+}
+
+// slowWaits counts the acquires that waited and were granted or cancelled
+// after over threshold seconds (by the histogram's buckets).
+func slowWaits(rm metricdata.ResourceMetrics, threshold float64) uint64 {
+	m, ok := findMetric(rm, mAcquire)
+	if !ok {
+		return 0
+	}
+	n := uint64(0)
+	for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+		waited, _ := p.Attributes.Value(keyWaited)
+		outcome, _ := p.Attributes.Value(keyOutcome)
+		if !waited.AsBool() || (outcome.AsString() != "granted" && outcome.AsString() != "cancelled") {
+			continue
+		}
+		for i, count := range p.BucketCounts {
+			if i > 0 && p.Bounds[i-1] >= threshold {
+				n += count
+			}
+		}
+	}
+	return n
 }
 
 // attrValue returns the value of key in an attribute set as attrs encodes
@@ -174,6 +200,65 @@ func TestTelemetryRedisOutage(t *testing.T) {
 			t.Errorf("outage=%v, want its length in seconds", v)
 		}
 		wantPoints(t, mUnreachable, sums(t, e.collect(t), mUnreachable), map[string]int64{attrs(deployed): 0})
+	})
+}
+
+// TestTelemetryOutageEndsWait: a Lock waiting for a release when Redis
+// goes away times out as Redis's outage (ErrUnavailable beside the ctx's
+// error, outcome=unavailable), not as a lock held too long: no release
+// could have reached it. Its Client learns of the outage from its
+// subscription's connection.
+func TestTelemetryOutageEndsWait(t *testing.T) {
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "orders:stranded"
+		if _, err := e.plainClient(t, p).RWMutex(name).Lock(context.Background()); err != nil {
+			t.Fatal(err) // held until Redis goes away
+		}
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_, err := c.RWMutex(name).Lock(ctx)
+			got <- err
+		}()
+		eventually(t, "waiting", func() bool {
+			return sums(t, e.collect(t), mWaiters)[modePolicy(fairrw.Write, p)] == 1
+		})
+		e.srv.Close()
+		if err := <-got; !errors.Is(err, fairrw.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a wait that Redis's outage ended: %v, want ErrUnavailable and the ctx's error", err)
+		}
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "unavailable", true, "unavailable"): 1})
+		if got, want := firing(t, rm), []string{"RedisUnavailable"}; !slices.Equal(got, want) {
+			t.Errorf("alerts %q, want %q", got, want)
+		}
+	})
+}
+
+// TestTelemetryContentionIsNoOutage: the other side of
+// TestTelemetryRedisOutage: a lock held too long makes a wait time out
+// after over a second, which fires the slow-waits alert and no other, and
+// logs nothing.
+func TestTelemetryContentionIsNoOutage(t *testing.T) {
+	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
+		c := e.client(t, p)
+		const name = "orders:contended"
+		e.holdElsewhere(t, p, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+		defer cancel()
+		if _, err := c.RWMutex(name).Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fairrw.ErrUnavailable) {
+			t.Fatalf("Lock of a lock held elsewhere: %v, want the ctx's deadline and not ErrUnavailable", err)
+		}
+		rm := e.collect(t)
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled", true, "deadline_exceeded"): 1})
+		if got, want := firing(t, rm), []string{"LockWaitsSlow"}; !slices.Equal(got, want) {
+			t.Errorf("alerts %q, want %q", got, want)
+		}
+		if recs := e.logs.atLeast(slog.LevelInfo); len(recs) != 0 {
+			t.Errorf("logged %d records for a wait timeout, want none", len(recs))
+		}
 	})
 }
 
