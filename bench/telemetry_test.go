@@ -24,7 +24,10 @@ import (
 //     into a MeterProvider with a ManualReader that is never read;
 //   - provider=sdk-1pct: the same SDK sampling 1% of the traces
 //     (ParentBased(TraceIDRatioBased(0.01)), a common production setting),
-//     metrics all recorded.
+//     metrics all recorded;
+//   - provider=sdk-no-redis-spans: the SDK sampling every span, with
+//     fairrw.WithRedisSpans(false): the acquire's and the Unlock's spans,
+//     not their round trips'.
 //
 // goroutines=1 runs one cycle at a time, so ns/op is the latency of a
 // cycle and allocs/op its allocations; goroutines=64 runs 64 goroutines on
@@ -39,6 +42,9 @@ func BenchmarkTelemetry(b *testing.B) {
 		{"noop", noopTelemetry},
 		{"sdk-1pct", sampledTelemetry(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))},
 		{"sdk", sampledTelemetry(sdktrace.AlwaysSample())},
+		{"sdk-no-redis-spans", func(b *testing.B) []fairrw.Option {
+			return append(sdkTelemetry(b, sdktrace.AlwaysSample()), fairrw.WithRedisSpans(false))
+		}},
 	}
 	for _, pr := range providers {
 		b.Run("provider="+pr.name, func(b *testing.B) {

@@ -111,7 +111,7 @@ func New(opts ...Option) (*Client, error) {
 	}
 	id := uuid.NewString()
 	tcfg := telemetryConfig{tracer: orGlobalTracer(cfg.tracer), meter: orGlobalMeter(cfg.meter), log: orSilent(cfg.logger),
-		policy: cfg.policy.String(), clientID: id, show: cfg.show}
+		policy: cfg.policy.String(), clientID: id, show: cfg.show, roundTrips: !cfg.noRoundTrips}
 	tcfg.addr, tcfg.single = redisAddress(&cfg)
 	tcfg.deployment = cfg.deployment
 	if tcfg.deployment == "" {

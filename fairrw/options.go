@@ -68,6 +68,7 @@ type config struct {
 	deployment    string                              // WithDeployment; "": the Redis addresses
 	show          func(string) string                 // WithRedactedNames; nil: names as they are
 	wrap          func(rueidis.Client) rueidis.Client // WithRedisWrapper
+	noRoundTrips  bool                                // WithRedisSpans(false)
 }
 
 func defaultConfig() config {
@@ -261,6 +262,21 @@ func WithRedisWrapper(wrap func(rdb rueidis.Client) rueidis.Client) Option {
 			return fmt.Errorf("%w: WithRedisWrapper(nil)", ErrInvalidOption)
 		}
 		cfg.wrap = wrap
+		return nil
+	})
+}
+
+// WithRedisSpans turns on or off the spans of Redis round trips: each
+// script call fairrw makes for a traced acquire, Unlock, ForceUnlock or
+// Inspect is a client span (EVALSHA, with the database attributes) under
+// the call's span. Off, those calls have their own span only, half as many
+// spans for a fully sampled lock+unlock: for a service whose rueidis
+// instrumentation (WithRedisWrapper) traces every command already, or that
+// samples every trace. Renewal rounds are one round trip, and keep their
+// span. The default is on.
+func WithRedisSpans(on bool) Option {
+	return optionFunc(func(cfg *config) error {
+		cfg.noRoundTrips = !on
 		return nil
 	})
 }

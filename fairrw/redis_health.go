@@ -258,7 +258,7 @@ func (t *telemetry) redisDisconnected(addr string, answered bool) {
 // one) wrapped to report every dial and connection (see redisHealth).
 func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
 	dialCtx := opt.DialCtxFn
-	dial := opt.DialFn //lint:ignore SA1019 a caller's DialFn, which rueidis still honours, must keep working
+	dial := opt.DialFn // a caller's DialFn, which rueidis still honours, must keep working
 	noDelayOff := opt.DisableTCPNoDelay
 	return func(ctx context.Context, addr string, dialer *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		var conn net.Conn

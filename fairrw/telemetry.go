@@ -109,15 +109,16 @@ type telemetry struct {
 	addr     string
 	clientID string
 	// show is WithRedactedNames's function (nil: names as they are).
-	show   func(name string) string
-	inst   *instruments
-	health *redisHealth
+	show func(name string) string
+	// roundTrips: Redis round trips have spans of their own (WithRedisSpans).
+	roundTrips bool
+	inst       *instruments
+	health     *redisHealth
 	// server is server.address and server.port of the Redis calls' spans,
 	// once the Client knows every call goes to that one server.
 	server *redisServer
 
 	internalSpan []trace.SpanStartOption
-	rootSpan     []trace.SpanStartOption
 	redisSpan    []trace.SpanStartOption // a Redis round trip
 	// Measurement options by mode index (0 read, 1 write), whether the
 	// acquire waited, error kind, and loss cause.
@@ -178,6 +179,7 @@ type telemetryConfig struct {
 	single     bool   // addr is one server, the one every call goes to
 	clientID   string
 	show       func(string) string
+	roundTrips bool // WithRedisSpans
 }
 
 func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
@@ -192,9 +194,9 @@ func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
 		addr:         cfg.addr,
 		clientID:     cfg.clientID,
 		show:         cfg.show,
+		roundTrips:   cfg.roundTrips,
 		inst:         inst,
 		internalSpan: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
-		rootSpan:     []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)},
 		redisSpan:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	t.health = newRedisHealth(t)
@@ -758,6 +760,9 @@ type procedure interface {
 // startCall starts following a call f under ctx.
 func (t *telemetry) startCall(ctx context.Context, f any) redisCall {
 	rc := redisCall{ctx: ctx, start: time.Now()}
+	if !t.roundTrips {
+		return rc
+	}
 	p, ok := f.(procedure)
 	if !ok || !trace.SpanFromContext(ctx).IsRecording() {
 		return rc

@@ -99,7 +99,7 @@ func leaks(t *testing.T, e *otelEnv, s string) []string {
 	}
 	kvs := func(where string, attrs []attribute.KeyValue) {
 		for _, kv := range attrs {
-			check(where+" "+string(kv.Key), kv.Value.Emit())
+			check(where+" "+string(kv.Key), kv.Value.String())
 		}
 	}
 	for _, span := range e.spans.Ended() {

@@ -1206,3 +1206,30 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 		wantPoints(t, mHolds, sums(t, e.collect(t), mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0, modePolicy(fairrw.Read, p): 0})
 	})
 }
+
+// TestTelemetryRedisSpansOff: WithRedisSpans(false) leaves fairrw's own
+// spans and drops the round trips' (a rueidis tracing wrapper makes its
+// own); a renewal round, one round trip, keeps its span.
+func TestTelemetryRedisSpansOff(t *testing.T) {
+	t.Parallel()
+	e := newOtelEnv(t)
+	c := e.client(t, fairrw.WriterPreferring(), fairrw.WithRedisSpans(false), fairrw.WithLeaseTime(300*time.Millisecond))
+	ctx, request := e.appSpan("request")
+	l, err := c.RWMutex("quiet").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "renewed", func() bool { return len(e.ended("fairrw.renew")) > 0 })
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+	for _, name := range e.spanNames() {
+		if name == "EVALSHA" {
+			t.Fatalf("spans %q: a round trip's span with WithRedisSpans(false)", e.spanNames())
+		}
+	}
+	if len(e.ended("fairrw.Lock")) != 1 || len(e.ended("fairrw.Unlock")) != 1 {
+		t.Errorf("spans %q, want the Lock's and the Unlock's", e.spanNames())
+	}
+}
