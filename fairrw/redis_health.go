@@ -51,7 +51,11 @@ type redisHealth struct {
 	// renewFailures counts the renewal rounds failing in a row for a
 	// reason other than an outage (logged once).
 	renewFailures int
-	addrs         map[string]*addrHealth
+	// lastRefusal is when a call refused by Redis (ErrPermission) was
+	// last logged, and refusals how many were not since.
+	lastRefusal time.Time
+	refusals    int
+	addrs       map[string]*addrHealth
 }
 
 // addrHealth is what a Client knows of one Redis address it dials.
@@ -161,6 +165,25 @@ func (h *redisHealth) renewalFailing(errKind) bool {
 	return h.renewFailures == 1
 }
 
+// refusalLogEvery is how often a call that Redis refused (ErrPermission)
+// is logged at most: a password rotated under a running service refuses
+// every call, and one line says it.
+const refusalLogEvery = 10 * time.Second
+
+// refusalDue reports whether a call refused by Redis is to be logged now,
+// and how many were not since the last that was.
+func (h *redisHealth) refusalDue() (bool, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.lastRefusal.IsZero() && time.Since(h.lastRefusal) < refusalLogEvery {
+		h.refusals++
+		return false, 0
+	}
+	n := h.refusals
+	h.lastRefusal, h.refusals = time.Now(), 0
+	return true, n
+}
+
 // renewalConfirmed records a round that succeeded, and returns how many
 // failed in a row before it.
 func (h *redisHealth) renewalConfirmed() int {
@@ -213,8 +236,12 @@ func (h *redisHealth) address(addr string) *addrHealth {
 var errNoHandshake = errors.New("fairrw: the connection closed before Redis answered on it")
 
 // redisDialFailed records a dial to addr that failed, or a connection
-// that closed before Redis answered on it.
+// that closed before Redis answered on it; closing, nothing (a dial that
+// closing cut short is no failure of Redis's).
 func (t *telemetry) redisDialFailed(ctx context.Context, addr string, err error) {
+	if t.health.isClosed() {
+		return
+	}
 	a := t.health.address(addr)
 	k := kindOf(err)
 	if k != kindRedisTimeout {
@@ -249,7 +276,7 @@ func (t *telemetry) redisHandshake(addr string) {
 // before Redis answered on it is a failed dial.
 func (t *telemetry) redisDisconnected(addr string, answered bool) {
 	t.inst.redisConnections.Add(context.Background(), -1, t.health.address(addr).conn.add...)
-	if !answered && !t.health.isClosed() {
+	if !answered {
 		t.redisDialFailed(context.Background(), addr, errNoHandshake)
 	}
 }

@@ -226,15 +226,19 @@ func TestRedisHealthPartialOutage(t *testing.T) {
 }
 
 // TestRedisHealthClose: closing ends the Client's part of the gauge, with
-// no line, and reports nothing after.
+// no line, and reports nothing after, not even a failed dial.
 func TestRedisHealthClose(t *testing.T) {
 	e := newHealthEnv(t)
 	e.t.redisFailed(context.Background(), "10.0.0.1:6379", refused)
 	e.t.health.close()
 	e.t.redisFailed(context.Background(), "10.0.0.1:6379", refused)
+	e.t.redisDialFailed(context.Background(), "10.0.0.1:6379", refused) // closing cut it short
 	e.t.redisAnswered()
 	if got := e.sums(t, "fairrw.redis.unreachable"); got[point(eu)] != 0 {
 		t.Errorf("unreachable %v after close, want 0", got)
+	}
+	if got := e.sums(t, "fairrw.redis.dials"); len(got) != 0 {
+		t.Errorf("dials %v after close, want none counted", got)
 	}
 	if got := e.logs.messages(); len(got) != 1 {
 		t.Errorf("logs %q, want the outage's first line only", got)
@@ -280,5 +284,32 @@ func TestKindOf(t *testing.T) {
 		if st := k.info().status; c.err != nil && (st == "" || strings.HasSuffix(st, " x") || strings.Contains(st, `"x"`)) {
 			t.Errorf("%v: status %q, want its sentinel's text", c.err, st)
 		}
+	}
+}
+
+// TestRefusalsLoggedOncePerInterval: a Redis that refuses every call (a
+// password rotated under a running service) is one log line per
+// refusalLogEvery, the next saying how many were not logged; other
+// failures are logged each.
+func TestRefusalsLoggedOncePerInterval(t *testing.T) {
+	e := newHealthEnv(t)
+	for range 5 {
+		e.t.logFailure(context.Background(), kindPermission, "fairrw: acquire failed", "error.type", "permission")
+	}
+	for range 3 {
+		e.t.logFailure(context.Background(), kindPolicyMismatch, "fairrw: acquire failed", "error.type", "policy_mismatch")
+	}
+	if got := e.logs.messages(); len(got) != 4 {
+		t.Fatalf("logs %q: want 1 refusal and 3 policy mismatches", got)
+	}
+	e.t.health.mu.Lock()
+	e.t.health.lastRefusal = time.Now().Add(-refusalLogEvery) // the interval passed
+	e.t.health.mu.Unlock()
+	e.t.logFailure(context.Background(), kindPermission, "fairrw: acquire failed", "error.type", "permission")
+	if got := e.logs.messages(); len(got) != 5 {
+		t.Fatalf("logs %q: want a second refusal's line", got)
+	}
+	if got := e.logs.attr(4, "refusals_not_logged"); got != "4" {
+		t.Errorf("refusals_not_logged=%q, want 4", got)
 	}
 }

@@ -436,6 +436,25 @@ func (t *telemetry) failed(span trace.Span, err error, k errKind, name string, s
 	span.SetStatus(codes.Error, info.status)
 }
 
+// logFailure logs a call's failure at Warn, with ctx: msg, then args.
+// Refusals by Redis (ErrPermission) are logged once per refusalLogEvery,
+// with how many were not.
+func (t *telemetry) logFailure(ctx context.Context, k errKind, msg string, args ...any) {
+	if !t.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	if k == kindPermission {
+		due, suppressed := t.health.refusalDue()
+		if !due {
+			return
+		}
+		if suppressed > 0 {
+			args = append(args, "refusals_not_logged", suppressed)
+		}
+	}
+	t.log.Log(ctx, slog.LevelWarn, msg, args...)
+}
+
 // acquireStats are what an acquire reports of itself to its trace: how
 // many attempts it sent, and whether it waited for a release (in Redis,
 // or in its Client's cohort or read share).
@@ -509,8 +528,8 @@ func (a *acquireTrace) end(l *Lease, err error) {
 	a.span.End()
 	// An unavailable Redis is logged once per outage (redisFailed), a
 	// cancelled call not at all.
-	if info.outcome == outcomeError && t.log.Enabled(a.ctx, slog.LevelWarn) {
-		t.log.Log(a.ctx, slog.LevelWarn, "fairrw: acquire failed", append(t.logName(a.name), "mode", a.mode.String(),
+	if info.outcome == outcomeError {
+		t.logFailure(a.ctx, k, "fairrw: acquire failed", append(t.logName(a.name), "mode", a.mode.String(),
 			"policy", t.policy, "error.type", info.errorType, "error", t.message(err, a.name))...)
 	}
 }
@@ -597,10 +616,8 @@ func (t *telemetry) endUnlock(ctx context.Context, span trace.Span, l *Lease, er
 		if span.IsRecording() {
 			t.failed(span, err, k, name, true)
 		}
-		if t.log.Enabled(ctx, slog.LevelWarn) {
-			t.log.Log(ctx, slog.LevelWarn, "fairrw: unlock failed", append(t.logName(name), "mode", l.mode.String(), "policy", t.policy,
-				"error.type", k.info().errorType, "error", t.message(err, name))...)
-		}
+		t.logFailure(ctx, k, "fairrw: unlock failed", append(t.logName(name), "mode", l.mode.String(), "policy", t.policy,
+			"error.type", k.info().errorType, "error", t.message(err, name))...)
 	}
 	span.End()
 }
@@ -656,8 +673,8 @@ func (t *telemetry) endForceUnlock(f *forceTrace, err error) {
 			t.log.Log(f.ctx, slog.LevelWarn, "fairrw: lock force-unlocked", append(t.logName(f.name), "mode", f.mode.String(),
 				"policy", t.policy, "by", t.clientID, "holders", strings.Join(f.holders, ","))...)
 		}
-	case k != kindNotHeld && t.log.Enabled(f.ctx, slog.LevelWarn):
-		t.log.Log(f.ctx, slog.LevelWarn, "fairrw: force unlock failed", append(t.logName(f.name), "mode", f.mode.String(),
+	case k != kindNotHeld:
+		t.logFailure(f.ctx, k, "fairrw: force unlock failed", append(t.logName(f.name), "mode", f.mode.String(),
 			"policy", t.policy, "by", t.clientID, "error.type", k.info().errorType, "error", t.message(err, f.name))...)
 	}
 }
