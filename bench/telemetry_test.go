@@ -21,7 +21,13 @@ import (
 //     service without OpenTelemetry pays;
 //   - provider=sdk: the SDK sampling every span (AlwaysSample) into a batch
 //     span processor whose exporter drops them, and recording every metric
-//     into a MeterProvider with a ManualReader that is never read.
+//     into a MeterProvider with a ManualReader that is never read;
+//   - provider=sdk-1pct: the same SDK sampling 1% of the traces
+//     (ParentBased(TraceIDRatioBased(0.01)), a common production setting),
+//     metrics all recorded;
+//   - provider=sdk-no-redis-spans: the SDK sampling every span, with
+//     fairrw.WithRedisSpans(false): the acquire's and the Unlock's spans,
+//     not their round trips'.
 //
 // goroutines=1 runs one cycle at a time, so ns/op is the latency of a
 // cycle and allocs/op its allocations; goroutines=64 runs 64 goroutines on
@@ -34,7 +40,11 @@ func BenchmarkTelemetry(b *testing.B) {
 		opts func(b *testing.B) []fairrw.Option
 	}{
 		{"noop", noopTelemetry},
-		{"sdk", sdkTelemetry},
+		{"sdk-1pct", sampledTelemetry(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))},
+		{"sdk", sampledTelemetry(sdktrace.AlwaysSample())},
+		{"sdk-no-redis-spans", func(b *testing.B) []fairrw.Option {
+			return append(sdkTelemetry(b, sdktrace.AlwaysSample()), fairrw.WithRedisSpans(false))
+		}},
 	}
 	for _, pr := range providers {
 		b.Run("provider="+pr.name, func(b *testing.B) {
@@ -55,12 +65,16 @@ func noopTelemetry(*testing.B) []fairrw.Option {
 	}
 }
 
-// sdkTelemetry returns SDK providers that record everything and keep
-// nothing, shut down by b's cleanup (after the Client closes: cleanups run
-// last in first out).
-func sdkTelemetry(b *testing.B) []fairrw.Option {
+// sampledTelemetry returns SDK providers that sample spans with sampler,
+// record every metric and keep nothing, shut down by b's cleanup (after
+// the Client closes: cleanups run last in first out).
+func sampledTelemetry(sampler sdktrace.Sampler) func(b *testing.B) []fairrw.Option {
+	return func(b *testing.B) []fairrw.Option { return sdkTelemetry(b, sampler) }
+}
+
+func sdkTelemetry(b *testing.B, sampler sdktrace.Sampler) []fairrw.Option {
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSampler(sampler),
 		sdktrace.WithBatcher(discardExporter{}),
 	)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))

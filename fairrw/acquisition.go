@@ -30,6 +30,7 @@ type acquisition struct {
 	cfg      acquireConfig
 	wait     bool // Lock, RLock: queue and wait; TryLock, TryRLock: one attempt
 	attempts int  // counted for the acquire's span
+	waited   bool // it waited for a release (acquireStats)
 
 	o *owner  // the owner it acquires as; a new one after an outlasted grant
 	w *waiter // its place among the Client's waiters, once it has one
@@ -72,8 +73,9 @@ const (
 
 // errNoAnswer is an attempt that got no answer within the retry window:
 // its outcome is unknown (owner.unsure says so), and a copy of it may still
-// take the lock until the accept window ends.
-var errNoAnswer = errors.New("no answer from Redis")
+// take the lock until the accept window ends. Redis is unavailable
+// (errRedisTimeout), not the lock held.
+var errNoAnswer = tag("no answer from Redis", errRedisTimeout)
 
 // errOutlasted is a grant answered after its lease ran out. The owner is
 // given back (which releases the grant); Lock tries again as a new owner,
@@ -81,7 +83,7 @@ var errNoAnswer = errors.New("no answer from Redis")
 var errOutlasted = fmt.Errorf("%w: the grant was answered after its lease ran out", ErrNotAcquired)
 
 // acquire takes a first hold of mode for a new owner (see acquisition).
-func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, attempts *int) (*Lease, error) {
+func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, stats *acquireStats) (*Lease, error) {
 	cfg, err := m.prepare(mode, opts)
 	if err != nil {
 		return nil, err
@@ -94,16 +96,16 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 		return nil, err
 	}
 	if co := m.cohortFor(mode, wait, cfg); co != nil {
-		return m.lockInCohort(ctx, co, cfg, attempts)
+		return m.lockInCohort(ctx, co, cfg, stats)
 	}
 	if m.sharesReads(mode, cfg) {
-		return m.acquireShared(ctx, cfg, wait, attempts)
+		return m.acquireShared(ctx, cfg, wait, stats)
 	}
 	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner()}
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the
 	// acquisition, it would move the caller's trace to the heap.
-	*attempts += a.attempts
+	stats.of(a)
 	return l, err
 }
 
@@ -183,6 +185,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 	if a.w == nil {
 		a.w = m.c.waits.join(&m.keys, m.policy, a.mode, a.o.id)
 	}
+	a.waited = true
 	m.tel.waiting(a.mode, 1)
 	defer m.tel.waiting(a.mode, -1)
 	if err := a.w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
@@ -313,10 +316,13 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	// A Shutdown cut short stops it: boundedHalting cancels tctx then, and
 	// the Client's closing (which comes first) wakes the backoff below.
 	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	var failed error             // the last try that got no answer for want of a connection
+	var unanswered time.Duration // how long the last try went without an answer
 	for {
 		if ctx.Err() != nil { // this try is not sent: it changes nothing
-			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+			return got, a.ended(ctx, failed, unanswered)
 		}
+		called := time.Now()
 		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
 		if err == nil {
 			o.queued = o.queued || (wait && m.policy.queued() && !reply.granted)
@@ -331,9 +337,15 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
 			return got, tag(fmt.Sprintf("fairrw: acquire %q: %s", m.keys.name, reason(err)), err)
 		}
+		// A try that rueidis ended at ctx's deadline may return a moment
+		// before ctx reports it: the next turn of the loop does.
+		unanswered = time.Since(called)
+		if redisDown(err) {
+			failed = err
+		}
 		switch {
 		case ctx.Err() != nil:
-			return got, fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+			return got, a.ended(ctx, failed, unanswered)
 		case m.c.isClosing():
 			return got, closedError(m.keys.name)
 		case tctx.Err() != nil:
@@ -345,11 +357,30 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	}
 }
 
+// ended is an attempt's error when its caller's ctx ended: Redis
+// unavailable when a try failed for want of Redis (failed) or the last
+// one went unanswered for slowAnswer, so that an outage does not read as a
+// lock held too long; otherwise ctx's error. Either way it wraps ctx's.
+func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.Duration) error {
+	m := a.m
+	switch {
+	case failed != nil:
+		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable: %v (%v)", m.keys.name, m.c.address(), failed, ctx.Err()),
+			ErrUnavailable, ctx.Err(), failed)
+	case unanswered >= slowAnswer:
+		return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (%v)", m.keys.name, m.c.address(), unanswered.Seconds(), ctx.Err()),
+			errRedisTimeout, ctx.Err())
+	}
+	return fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+}
+
 // attemptCall is one attempt's request, as bounded runs it.
 type attemptCall struct {
 	m   *RWMutex
 	req acquireRequest
 }
+
+func (ac *attemptCall) procedure() string { return "fairrw.acquire" }
 
 func (ac *attemptCall) call(ctx context.Context) (acquireReply, error) {
 	m := ac.m

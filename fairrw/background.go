@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -61,7 +62,14 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 	c.background.run(func(ctx context.Context) {
 		c.tel.background(1)
 		defer c.tel.background(-1)
-		c.tel.log.Warn("fairrw: Redis did not confirm in time; going on in the background", "lock", m.keys.name, "what", what, "until", moot)
+		name := c.tel.logName(m.keys.name)
+		// Left behind by an outage, it is one of many: the outage's own
+		// line says it all (fairrw.background.pending counts them).
+		warn, info := slog.LevelWarn, slog.LevelInfo
+		if c.tel.health.down.Load() {
+			warn, info = slog.LevelDebug, slog.LevelDebug
+		}
+		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
 		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
 		once := func() bool {
 			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
@@ -70,14 +78,14 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		}
 		for time.Now().Before(moot) {
 			if once() {
-				c.tel.log.Info("fairrw: confirmed in the background", "lock", m.keys.name, "what", what)
+				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
 				return
 			}
 			if backoff.wait(ctx, nil) != nil {
 				return
 			}
 		}
-		c.tel.log.Warn("fairrw: not confirmed, and moot: what it would change has run out in Redis", "lock", m.keys.name, "what", what)
+		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
 	})
 }
 
@@ -91,6 +99,12 @@ func bounded[T any](c *Client, ctx context.Context, f func(context.Context) (T, 
 	return boundedHalting[T](c, ctx, nil, callFunc[T](f))
 }
 
+// boundedAs is bounded for a call of the script procedure (fairrw.inspect,
+// say): its round trip has a span of its own, under ctx's (see startCall).
+func boundedAs[T any](c *Client, ctx context.Context, procedure string, f func(context.Context) (T, error)) (T, error) {
+	return boundedHalting[T](c, ctx, nil, namedCall[T]{f, procedure})
+}
+
 // A caller is a call that bounded runs: a func (callFunc), or a request
 // whose call method sends it, which then needs no closure around it (an
 // allocation on every Redis call).
@@ -102,6 +116,15 @@ type callFunc[T any] func(context.Context) (T, error)
 
 func (f callFunc[T]) call(ctx context.Context) (T, error) { return f(ctx) }
 
+// namedCall is a callFunc that names its script (see procedure).
+type namedCall[T any] struct {
+	f    callFunc[T]
+	name string
+}
+
+func (n namedCall[T]) call(ctx context.Context) (T, error) { return n.f(ctx) }
+func (n namedCall[T]) procedure() string                   { return n.name }
+
 // boundedHalting is bounded for a call that a Shutdown cut short stops
 // too (the Client's halt): with cancel, ctx's cancel function, it returns
 // when halt ends as well, cancelling ctx first, so that the call and its
@@ -110,7 +133,18 @@ func (f callFunc[T]) call(ctx context.Context) (T, error) { return f(ctx) }
 // registration) around each Redis call: waiting on halt here is free, and
 // halt never ends before the Client's closing, which wakes the caller's
 // sleeps between calls.
+//
+// What the call's outcome tells of Redis is recorded (see endCall), and
+// so is its round trip, as a span, when its caller's span records.
 func boundedHalting[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
+	rc := c.tel.startCall(ctx, f)
+	v, err := runBounded(c, rc.ctx, cancel, f)
+	c.tel.endCall(&rc, err, c.isClosing())
+	return v, err
+}
+
+// runBounded is boundedHalting, untraced.
+func runBounded[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
 	if ctx.Done() == nil {
 		return f.call(ctx)
 	}

@@ -13,7 +13,7 @@ import (
 // soon as ctx ends, while the work goes on on a goroutine of the Client's,
 // which Shutdown waits for and Close stops.
 func TestBoundedReturnsAtCtxEnd(t *testing.T) {
-	c := &Client{background: newTasks()}
+	c := &Client{background: newTasks(), tel: silentTelemetry(t)}
 	release := make(chan struct{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -76,7 +76,7 @@ func TestTasksCloseStopsThem(t *testing.T) {
 // stuck one.
 func TestWorkersNotHeadOfLine(t *testing.T) {
 	base := runtime.NumGoroutine()
-	c := &Client{background: newTasks()}
+	c := &Client{background: newTasks(), tel: silentTelemetry(t)}
 	block := make(chan struct{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()

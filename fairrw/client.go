@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +31,12 @@ type Client struct {
 	renewInterval time.Duration
 	unlockTimeout time.Duration
 	publish       string
-	tracking      bool   // invalidations of lock keys reach c.waits
-	namespace     string // WithNamespace: every lock name starts "<namespace>:"
-	owners        atomic.Uint64
+	tracking      bool // invalidations of lock keys reach c.waits
+	// wrap is WithRedisWrapper's: it wraps the rueidis client fairrw
+	// builds (nil: none).
+	wrap      func(rueidis.Client) rueidis.Client
+	namespace string // WithNamespace: every lock name starts "<namespace>:"
+	owners    atomic.Uint64
 	// cluster is true on a Redis Cluster client: a script call's keys must
 	// then share one slot.
 	cluster bool
@@ -101,21 +106,29 @@ func New(opts ...Option) (*Client, error) {
 	if (cfg.client == nil) == (cfg.clientOption == nil) {
 		return nil, fmt.Errorf("%w: give exactly one of WithClient, WithClientOption and WithURL", ErrInvalidOption)
 	}
-	tracer, meter, logger := orGlobalTracer(cfg.tracer), orGlobalMeter(cfg.meter), orSilent(cfg.logger)
-	tel, err := newTelemetry(tracer, meter, logger, cfg.policy.String())
+	if cfg.client != nil && cfg.wrap != nil {
+		return nil, fmt.Errorf("%w: WithRedisWrapper applies to the rueidis client fairrw builds; wrap yours before WithClient", ErrInvalidOption)
+	}
+	id := uuid.NewString()
+	tcfg := telemetryConfig{tracer: orGlobalTracer(cfg.tracer), meter: orGlobalMeter(cfg.meter), log: orSilent(cfg.logger),
+		policy: cfg.policy.String(), clientID: id, show: cfg.show, roundTrips: !cfg.noRoundTrips}
+	tcfg.addr, tcfg.single = redisAddress(&cfg)
+	tcfg.deployment = cfg.deployment
+	if tcfg.deployment == "" {
+		tcfg.deployment = tcfg.addr
+	}
+	tel, err := newTelemetry(tcfg)
 	if err != nil {
 		return nil, err
 	}
-	mutexTel, err := newTelemetry(tracer, meter, logger, mutexPolicyName)
-	if err != nil {
-		return nil, err
-	}
+	mutexTel := tel.forPolicy(mutexPolicyName)
 	c := &Client{
 		tel:           tel,
 		mutexTel:      mutexTel,
 		syncReplicas:  int64(cfg.syncReplicas),
 		syncTimeout:   cfg.syncTimeout,
-		id:            uuid.NewString(),
+		id:            id,
+		wrap:          cfg.wrap,
 		policy:        cfg.policyImpl(),
 		leaseTime:     cfg.leaseTime,
 		renewInterval: cfg.leaseTime / 3,
@@ -136,6 +149,7 @@ func New(opts ...Option) (*Client, error) {
 	} else {
 		opt := *cfg.clientOption
 		c.warnInsecureTLS(opt)
+		opt.DialCtxFn = tel.dialer(&opt) // every dial and connection reported (redis_health.go)
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
 			// rueidis's default OPTIN tracking follows only the keys read by
 			// DoCache: waiters arm it on the lock key (see arm), so that an
@@ -255,9 +269,10 @@ func (c *Client) beginClose(graceful bool) bool {
 func (c *Client) finishClose(ctx context.Context) {
 	c.ops.Wait()
 	c.stopConnecting()
+	c.tel.health.close() // what closing does to connections is no outage
 	// Every lease ends now, whatever the rest waits for: none outlives the
 	// call.
-	c.renewer.endAll()
+	c.renewer.endAll(c.closeCause())
 	go func() {
 		// A rueidis client of the caller's is not ours to close: a command
 		// it holds while connecting to a server that does not answer is
@@ -265,7 +280,7 @@ func (c *Client) finishClose(ctx context.Context) {
 		// we sent has ended (such a command ends when rueidis gives up the
 		// connection): a connection made after its Close would stay open.
 		c.background.close(!c.ownsRedis)
-		c.renewer.close()
+		c.renewer.close(c.closeCause())
 		c.waits.close()
 		if c.janitor != nil { // nil: never connected
 			c.janitor.close()
@@ -280,6 +295,55 @@ func (c *Client) finishClose(ctx context.Context) {
 	case <-c.finished:
 	case <-ctx.Done():
 	}
+}
+
+// installed returns what install keeps of rdb: rdb as WithRedisWrapper
+// wraps it (a wrapper that returns nil is ignored, and logged: a Client
+// without Redis would serve nothing). The spans of Redis calls learn
+// whether every call goes to the one server they name.
+func (c *Client) installed(rdb rueidis.Client) rueidis.Client {
+	c.tel.servedBy(rdb.Mode() == rueidis.ClientModeStandalone)
+	if c.wrap == nil {
+		return rdb
+	}
+	if w := c.wrap(rdb); w != nil {
+		return w
+	}
+	c.tel.log.Error("fairrw: WithRedisWrapper returned nil; the rueidis client is used unwrapped")
+	return rdb
+}
+
+// closeCause is the cause of the leases that closing ends: Shutdown's
+// (released, no loss), or Close's (lost).
+func (c *Client) closeCause() lossCause {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.graceful {
+		return lossShutdown
+	}
+	return lossClosed
+}
+
+// redisAddress returns the Redis addresses cfg names, comma-separated,
+// and whether every call goes to that one server (a single address, not a
+// Sentinel's nor a cluster's seed). With WithClient they are its nodes.
+func redisAddress(cfg *config) (string, bool) {
+	if opt := cfg.clientOption; opt != nil {
+		return strings.Join(opt.InitAddress, ","), len(opt.InitAddress) == 1 && opt.Sentinel.MasterSet == ""
+	}
+	nodes := clientNodes(cfg.client)
+	return strings.Join(nodes, ","), len(nodes) == 1 && cfg.client.Mode() == rueidis.ClientModeStandalone
+}
+
+// clientNodes returns the sorted addresses of rdb's nodes (none for a
+// stand-in client without them).
+func clientNodes(rdb rueidis.Client) (nodes []string) {
+	defer func() {
+		if recover() != nil {
+			nodes = nil
+		}
+	}()
+	return slices.Sorted(maps.Keys(rdb.Nodes()))
 }
 
 // enter registers a call in progress, or fails once Close has begun.

@@ -121,7 +121,7 @@ func (m *RWMutex) cohortFor(mode Mode, wait bool, cfg acquireConfig) *cohort {
 }
 
 // lockInCohort is Lock in co: it leads, or waits for its turn.
-func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfig, attempts *int) (*Lease, error) {
+func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats) (*Lease, error) {
 	defer co.reg.done(co)
 	co.mu.Lock()
 	if co.state == cohortIdle {
@@ -133,6 +133,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 	co.waiters = append(co.waiters, w)
 	co.mu.Unlock()
 
+	attempts.waited = true
 	m.tel.waiting(Write, 1)
 	var err error
 	select {
@@ -160,7 +161,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 // the cohort's hold. queued, when set, is closed once its first attempt
 // has reached Redis (or failed): the hold of the run before it waits for
 // that before it is released there (prequeue).
-func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *int, waited bool, queued chan struct{}) (*Lease, error) {
+func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats, waited bool, queued chan struct{}) (*Lease, error) {
 	cfg.cohort = co
 	a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: queued}
 	if waited {
@@ -169,7 +170,7 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 		a.firstWoken = wakeCohort
 	}
 	l, err := a.run(ctx)
-	*attempts += a.attempts
+	attempts.of(a)
 	a.signalQueued()
 	co.mu.Lock()
 	if err != nil {
@@ -367,6 +368,7 @@ func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
 	co.mu.Lock()
 	co.lease = nl
 	co.mu.Unlock()
+	l.m.tel.cohortPassed()
 	nl.loseIfGone() // a renewal found the hold gone as it was passed
 	if _, live := nl.left(time.Now()); !live {
 		co.ended(nl) // it ended before it was the cohort's hold

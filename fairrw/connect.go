@@ -16,7 +16,10 @@ import (
 )
 
 // ErrUnavailable is returned, wrapping the ctx's error and naming the
-// address, by a call whose ctx ended before the Client first reached Redis.
+// address, by a call whose ctx ended before the Client first reached Redis,
+// or while Redis was unavailable: its connection refused or broken, a round
+// trip unanswered for 100 ms or more, or (a waiting Lock) while the Client
+// found Redis unreachable. A lock-wait timeout wraps the ctx's error only.
 var ErrUnavailable = errors.New("fairrw: Redis unavailable")
 
 // Connection backoff while Redis is away at New, and how long New waits
@@ -174,6 +177,7 @@ func (c *Client) use(rdb rueidis.Client, publish publishCommand) error {
 
 // install sets the rueidis client rdb and what depends on it.
 func (c *Client) install(rdb rueidis.Client, publish string) {
+	rdb = c.installed(rdb)
 	c.rdb, c.publish = rdb, publish
 	c.cluster = rdb.Mode() == rueidis.ClientModeCluster
 	c.janitor = newJanitor(rdb, c.halt)

@@ -360,7 +360,7 @@ func ExampleWithTracerProvider() {
 	for _, s := range spans.Ended() {
 		fmt.Print(s.Name())
 		attrs := attribute.NewSet(s.Attributes()...)
-		for _, k := range []attribute.Key{"fairrw.lock.name", "fairrw.lock.mode", "fairrw.acquire.outcome", "fairrw.acquire.attempts"} {
+		for _, k := range []attribute.Key{"fairrw.lock.name", "fairrw.lock.mode", "fairrw.acquire.outcome", "fairrw.acquire.attempts", "db.stored_procedure.name"} {
 			if v, ok := attrs.Value(k); ok {
 				fmt.Printf(" %s=%s", k, v.String())
 			}
@@ -371,7 +371,9 @@ func ExampleWithTracerProvider() {
 		fmt.Println()
 	}
 	// Output:
+	// EVALSHA db.stored_procedure.name=fairrw.acquire (in fairrw.Lock)
 	// fairrw.Lock fairrw.lock.name=cart:7 fairrw.lock.mode=write fairrw.acquire.outcome=granted fairrw.acquire.attempts=1 (in checkout)
+	// EVALSHA db.stored_procedure.name=fairrw.release (in fairrw.Unlock)
 	// fairrw.Unlock fairrw.lock.name=cart:7 fairrw.lock.mode=write (in checkout)
 	// checkout
 }

@@ -30,7 +30,7 @@ func (l *Lease) tracedFurther(ctx context.Context, op string, mode Mode, opts []
 		return nil, fmt.Errorf("%w: %q: a quorum lease takes no further holds", ErrInvalidOption, l.q.lockName())
 	}
 	ctx, tr := l.m.tel.startAcquire(ctx, op, l.lockName(), mode)
-	tr.attempts++
+	tr.stats.attempts++
 	nl, err := l.further(ctx, mode, opts)
 	tr.end(nl, err)
 	return nl, err

@@ -97,6 +97,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	if err := c.await(ctx, name); err != nil {
 		return nil, err
 	}
+	return c.inspect(ctx, name)
+}
+
+// inspect is Inspect of a valid name, within a call of the Client.
+func (c *Client) inspect(ctx context.Context, name string) (*LockInfo, error) {
 	fair := wire.Fair(name)
 	var leaseKeys []string
 	// A Redisson read's lease keys are named in the hash: the first call
@@ -106,7 +111,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	for attempt := 1; ; attempt++ {
 		req := wire.Inspect{Name: name, Keys: fair, LeaseKeys: leaseKeys}
 		keys, args := req.Render()
-		raw, err := bounded(c, ctx, func(ctx context.Context) (*inspectRaw, error) {
+		raw, err := boundedAs(c, ctx, "fairrw.inspect", func(ctx context.Context) (*inspectRaw, error) {
 			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, keys, args))
 		})
 		if errors.Is(err, ErrPermission) {

@@ -221,22 +221,22 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	l.state = leaseUnlocking
 	l.mu.Unlock()
 
-	span := l.m.tel.startUnlock(ctx, l)
+	ctx, span := l.m.tel.startUnlock(ctx, l)
 	if l.share != nil && l.leaveShareInline() {
 		// Another Lease of its owner still holds the shared read: no
 		// Redis call, nothing to wait for.
-		l.m.tel.endUnlock(span, l, nil)
+		l.m.tel.endUnlock(ctx, span, l, nil)
 		return nil
 	}
 	if l.cohort != nil && l.passInline() {
 		// Passed to the next writer of its cohort, on this goroutine: no
 		// Redis call, nothing to wait for.
 		l.end(nil, lossNone)
-		l.m.tel.endUnlock(span, l, nil)
+		l.m.tel.endUnlock(ctx, span, l, nil)
 		return nil
 	}
 	err := l.release(ctx, unreachableFails)
-	l.m.tel.endUnlock(span, l, err)
+	l.m.tel.endUnlock(ctx, span, l, err)
 	return err
 }
 
@@ -249,7 +249,8 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 		return l.unlockWithin(ctx, unreachableFails)
 	}
 	res := make(chan error, 1)
-	if !c.background.run(func(bg context.Context) { res <- l.unlockWithin(bg, unreachableFails) }) {
+	span := trace.SpanFromContext(ctx) // the Unlock's: its release's round trips are traced under it
+	if !c.background.run(func(bg context.Context) { res <- l.unlockWithin(withSpan(bg, span), unreachableFails) }) {
 		return l.unlockWithin(ctx, unreachableFails) // the Client closed meanwhile: Close waits for this call
 	}
 	select {
@@ -274,6 +275,15 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 		}
 		return fmt.Errorf("fairrw: unlock %q: not confirmed before ctx ended, going on in the background: %w", l.lockName(), ctx.Err())
 	}
+}
+
+// withSpan returns ctx carrying span, if span records (a context per call
+// otherwise, for nothing).
+func withSpan(ctx context.Context, span trace.Span) context.Context {
+	if !span.IsRecording() {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, span)
 }
 
 // unlockWithin runs the unlock bounded by ctx and the unlock timeout. A

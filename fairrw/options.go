@@ -1,6 +1,10 @@
 package fairrw
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,9 +62,13 @@ type config struct {
 	logger        *slog.Logger         // nil: silent
 	syncReplicas  int
 	syncTimeout   time.Duration
-	protocol      int    // 0: wire.Protocol (withProtocol)
-	namespace     string // WithNamespace; "" for none
-	cohorts       bool   // WithCohorts
+	protocol      int                                 // 0: wire.Protocol (withProtocol)
+	namespace     string                              // WithNamespace; "" for none
+	cohorts       bool                                // WithCohorts
+	deployment    string                              // WithDeployment; "": the Redis addresses
+	show          func(string) string                 // WithRedactedNames; nil: names as they are
+	wrap          func(rueidis.Client) rueidis.Client // WithRedisWrapper
+	noRoundTrips  bool                                // WithRedisSpans(false)
 }
 
 func defaultConfig() config {
@@ -182,14 +190,105 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithLogger makes the Client log failures (Warn) and lost leases (Error;
-// Info when Close ended them) to l. The default is silent.
+// WithLogger makes the Client log to l: failures (Warn), lost leases
+// (Error; Info when Close ended them), a Redis outage (one Warn when it
+// begins, one Info when it ends), ForceUnlock (Warn) and Shutdown (one
+// Info line). Records of a call are logged with its ctx, so a handler may
+// take the trace from it. Durations are in seconds. The default is silent.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(cfg *config) error {
 		if l == nil {
 			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
 		}
 		cfg.logger = l
+		return nil
+	})
+}
+
+// WithDeployment names the Redis deployment the Client uses, for telemetry:
+// every metric and span carries it as fairrw.deployment, so that two
+// Clients of one process on two deployments (two regions, two clusters)
+// are told apart. The default is the Redis addresses, as given to
+// WithClientOption or WithURL (comma-separated), or the nodes of a
+// WithClient client. An empty name is ErrInvalidOption.
+func WithDeployment(name string) Option {
+	return optionFunc(func(cfg *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: WithDeployment(\"\")", ErrInvalidOption)
+		}
+		cfg.deployment = name
+		return nil
+	})
+}
+
+// WithRedactedNames makes telemetry show every lock name as show(name):
+// the fairrw.lock.name attribute of spans, the lock attribute of log
+// records, and the name quoted in the error texts that spans and logs
+// carry. A name shown as "" is left out: no attribute, no lock in the log
+// record, and <lock> in error texts. Use it where names carry personal
+// data (orders:<customer>): OmitNames drops them, HashNames replaces them
+// with a keyed hash that still tells one lock from another. Metrics never
+// carry lock names, and errors returned to the caller name the lock as it
+// is. The default shows names as they are; a nil show is ErrInvalidOption.
+func WithRedactedNames(show func(name string) string) Option {
+	return optionFunc(func(cfg *config) error {
+		if show == nil {
+			return fmt.Errorf("%w: WithRedactedNames(nil)", ErrInvalidOption)
+		}
+		cfg.show = show
+		return nil
+	})
+}
+
+// OmitNames is a WithRedactedNames function that shows no lock name.
+func OmitNames(string) string { return "" }
+
+// HashNames returns a WithRedactedNames function that shows each lock name
+// as "h:" and the first 16 hex digits of its HMAC-SHA256 under key: the
+// same name always shows the same, and without key nobody can tell which
+// name it is by hashing guesses. An empty key still hashes, but a guessable
+// name (orders:42) is then found by hashing guesses.
+func HashNames(key []byte) func(name string) string {
+	key = bytes.Clone(key)
+	return func(name string) string {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(name))
+		return "h:" + hex.EncodeToString(mac.Sum(nil)[:8])
+	}
+}
+
+// WithRedisWrapper makes the Client use wrap(rdb) instead of the rueidis
+// client rdb it builds (WithClientOption, WithURL): a place for the
+// caller's rueidis instrumentation (a tracing or metrics wrapper), whose
+// command spans then nest under fairrw's spans, since every call passes
+// its ctx down. The Client still builds rdb with its invalidation hook, so
+// that wake-ups by client tracking and shared reads (WithCohorts) keep
+// working, as they do not with WithClient: the wrapper must pass every
+// call on to the client it wraps (DoMulti, DoCache and Receive included)
+// and its Close must close it. wrap is called once per rueidis client,
+// when it connects. A nil wrap, or one given with WithClient (wrap your
+// own client instead), is ErrInvalidOption.
+func WithRedisWrapper(wrap func(rdb rueidis.Client) rueidis.Client) Option {
+	return optionFunc(func(cfg *config) error {
+		if wrap == nil {
+			return fmt.Errorf("%w: WithRedisWrapper(nil)", ErrInvalidOption)
+		}
+		cfg.wrap = wrap
+		return nil
+	})
+}
+
+// WithRedisSpans turns on or off the spans of Redis round trips: each
+// script call fairrw makes for a traced acquire, Unlock, ForceUnlock or
+// Inspect is a client span (EVALSHA, with the database attributes) under
+// the call's span. Off, those calls have their own span only, half as many
+// spans for a fully sampled lock+unlock: for a service whose rueidis
+// instrumentation (WithRedisWrapper) traces every command already, or that
+// samples every trace. Renewal rounds are one round trip, and keep their
+// span. The default is on.
+func WithRedisSpans(on bool) Option {
+	return optionFunc(func(cfg *config) error {
+		cfg.noRoundTrips = !on
 		return nil
 	})
 }

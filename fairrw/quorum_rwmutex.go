@@ -65,7 +65,7 @@ func (m *QuorumRWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*L
 // the quorum lease as a Lease.
 func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
 	ctx, tr := m.q.clients[0].tel.startAcquire(ctx, op, m.name, mode)
-	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
+	l, err := m.acquire(ctx, mode, wait, opts, &tr.stats.attempts)
 	tr.end(nil, err)
 	if l == nil {
 		return nil, err
@@ -184,8 +184,8 @@ func (m *QuorumRWMutex) round(ctx context.Context, mode Mode, opts []AcquireOpti
 	opts = append(opts[:len(opts):len(opts)], failUnreachable)
 	for i, h := range m.nodes {
 		go func() {
-			var attempts int
-			l, err := h.acquire(nctx, mode, false, opts, &attempts)
+			var stats acquireStats
+			l, err := h.acquire(nctx, mode, false, opts, &stats)
 			r := nodeResult{i: i, lease: l, err: err}
 			var refused *notAcquiredError
 			if errors.As(err, &refused) {

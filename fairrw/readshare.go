@@ -104,7 +104,7 @@ func (m *RWMutex) sharesReads(mode Mode, cfg acquireConfig) bool {
 // acquireShared is RLock (wait) or TryRLock for a read that may share: it
 // joins the name's shared hold, or waits for the read that is making one,
 // or acquires in Redis, and its grant becomes the shared hold.
-func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *int) (*Lease, error) {
+func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *acquireStats) (*Lease, error) {
 	r := &m.c.shares
 	s := r.enter(&m.keys)
 	defer r.done(s)
@@ -118,10 +118,11 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		if follow == nil {
 			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner()}
 			l, err := a.run(ctx)
-			*attempts += a.attempts
+			attempts.of(a)
 			r.formedBy(s, l, lead)
 			return l, err
 		}
+		attempts.waited = true
 		m.tel.waiting(Read, 1)
 		select {
 		case <-follow.done:

@@ -65,6 +65,13 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 	}}
 }
 
+func (rc *releaseCall) procedure() string {
+	if rc.req.abandon {
+		return "fairrw.give_back"
+	}
+	return "fairrw.release"
+}
+
 // call sends one try of the release, as bounded runs it.
 func (rc *releaseCall) call(ctx context.Context) (releaseResult, error) {
 	m := rc.m

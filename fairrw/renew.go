@@ -141,9 +141,29 @@ func (r *renewer) round() error {
 		}
 	}
 	r.loseMadeOn(lost)
+	if failed != nil {
+		if r.ctx.Err() != nil {
+			return failed // Close abandoned the round: no failure of Redis's
+		}
+		failed = r.failure(ctx, failed)
+	}
 	// Leases found gone were sent but not renewed.
 	r.c.tel.renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
 	return failed
+}
+
+// failure is a failed round's error, naming the Redis and the cause: no
+// answer within the round's bound (ctx), Redis unavailable, or what Redis
+// answered. A bare "context canceled" would tell an operator nothing.
+func (r *renewer) failure(ctx context.Context, err error) error {
+	c := r.c
+	switch {
+	case ctx.Err() != nil:
+		return tag(fmt.Sprintf("fairrw: renewal: no answer from Redis at %s within %v", c.address(), c.renewInterval), errRedisTimeout, err)
+	case redisDown(err):
+		return tag(fmt.Sprintf("fairrw: renewal: Redis at %s unavailable: %v", c.address(), err), ErrUnavailable, err)
+	}
+	return tag(fmt.Sprintf("fairrw: renewal at %s: %s", c.address(), reason(err)), err)
 }
 
 // snapshot groups the renewable leases by hold.
@@ -278,16 +298,17 @@ func (l *Lease) loseIfGone() bool {
 
 // close stops the watchdog and ends every lease still held: nothing will
 // renew them any more, so their holders must not rely on them.
-func (r *renewer) close() {
+func (r *renewer) close(cause lossCause) {
 	r.stop()
 	<-r.done
-	r.endAll()
+	r.endAll(cause)
 }
 
-// endAll ends every lease still held, as closing does.
-func (r *renewer) endAll() {
+// endAll ends every lease still held, as closing does; cause is Close's
+// or Shutdown's.
+func (r *renewer) endAll(cause lossCause) {
 	for _, l := range r.all() {
-		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.lockName()), errClosedLease), lossClosed)
+		l.end(tag(fmt.Sprintf("fairrw: lease lost: %q: the client closed", l.lockName()), errClosedLease), cause)
 	}
 }
 

@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -59,7 +60,8 @@ func (m *RWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 // their next renewal. When ctx ends first, it may or may not have reached
 // Redis. Under a fair policy, a lock whose state records another policy or
 // protocol is refused with ErrPolicyMismatch and left as it was, as an
-// acquire is: its rules are not this Client's.
+// acquire is: its rules are not this Client's. A lock it freed is traced,
+// counted (fairrw.force_unlocks) and logged with the owners that held it.
 func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 	if m.err != nil {
 		return m.err
@@ -71,26 +73,58 @@ func (m *RWMutex) ForceUnlock(ctx context.Context, mode Mode) error {
 		return closedError(m.keys.name)
 	}
 	defer m.c.leave()
+	f := m.tel.startForceUnlock(ctx, m.keys.name, mode)
+	err := m.forceUnlock(&f)
+	m.tel.endForceUnlock(&f, err)
+	return err
+}
+
+// forceUnlock is ForceUnlock, traced by f. When someone watches, it reads
+// first who holds the lock in f.mode (Inspect), to tell whose hold it ended.
+func (m *RWMutex) forceUnlock(f *forceTrace) error {
+	ctx := f.ctx
 	if err := m.c.await(ctx, m.keys.name); err != nil {
 		return err
 	}
-	freed, err := bounded(m.c, ctx, func(ctx context.Context) (bool, error) {
-		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, mode, m.c.publish)
+	if m.tel.watched(f) {
+		f.holders = m.holders(ctx, f.mode)
+	}
+	freed, err := boundedAs(m.c, ctx, "fairrw.force_unlock", func(ctx context.Context) (bool, error) {
+		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, f.mode, m.c.publish)
 	})
 	if err != nil {
 		return tag(fmt.Sprintf("fairrw: force unlock %q: %s", m.keys.name, reason(err)), err)
 	}
 	if !freed {
-		return fmt.Errorf("%w: %q is not locked for %s", ErrNotHeld, m.keys.name, mode)
+		return fmt.Errorf("%w: %q is not locked for %s", ErrNotHeld, m.keys.name, f.mode)
 	}
 	return nil
+}
+
+// holders returns the owners holding the lock in mode, as Inspect reads
+// them (none if it cannot: the force goes on regardless).
+func (m *RWMutex) holders(ctx context.Context, mode Mode) []string {
+	if validateInspectName(m.keys.name) != nil {
+		return nil // Inspect's keys would not share the name's slot
+	}
+	info, err := m.c.inspect(ctx, m.keys.name)
+	if err != nil {
+		return nil
+	}
+	owners := []string{}
+	for _, h := range info.Holders {
+		if h.Mode == mode {
+			owners = append(owners, h.Owner)
+		}
+	}
+	return owners
 }
 
 // traced runs acquire inside its span (see WithTracerProvider) and records
 // its duration and outcome.
 func (m *RWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
 	ctx, tr := m.tel.startAcquire(ctx, op, m.keys.name, mode)
-	l, err := m.acquire(ctx, mode, wait, opts, &tr.attempts)
+	l, err := m.acquire(ctx, mode, wait, opts, &tr.stats)
 	tr.end(l, err)
 	return l, err
 }
@@ -120,9 +154,16 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	return cfg, nil
 }
 
+// waitError is the error of a wait that err ended. A wait whose ctx ends
+// while the Client finds Redis unreachable (see redisHealth) ended for
+// Redis's outage, not for the lock: no release could reach it. Its error
+// wraps ErrUnavailable beside ctx's.
 func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
 		return closedError(m.keys.name)
+	}
+	if m.c.tel.health.down.Load() && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return tag(fmt.Sprintf("fairrw: waiting for %q while Redis at %s is unreachable: %s", m.keys.name, m.c.address(), reason(err)), ErrUnavailable, err)
 	}
 	return tag(fmt.Sprintf("fairrw: waiting for %q: %s", m.keys.name, reason(err)), err)
 }

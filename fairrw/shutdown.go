@@ -35,11 +35,14 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		return c.shutdownErr
 	}
 	defer context.AfterFunc(ctx, c.stopHalt)()
-	err := c.releaseAll(ctx)
+	sum := shutdownSummary{start: time.Now()}
+	tctx, span := c.tel.startShutdown(ctx)
+	err := c.releaseAll(tctx, &sum)
 	c.mu.Lock()
 	c.shutdownErr = err
 	c.mu.Unlock()
 	c.finishClose(ctx)
+	c.tel.endShutdown(tctx, span, sum, err)
 	return err
 }
 
@@ -48,22 +51,24 @@ var errShutdownLease = tag("fairrw: lease lost: the Client shut down and release
 
 // releaseAll ends every lease still held, lets the calls under way finish
 // (they may take further holds, or give back grants that landed late),
-// ends the leases they left, and releases every owner's holds. Closing has
-// begun, so no call starts any more.
-func (c *Client) releaseAll(ctx context.Context) error {
+// ends the leases they left, and releases every owner's holds, telling
+// sum what it did. Closing has begun, so no call starts any more.
+func (c *Client) releaseAll(ctx context.Context, sum *shutdownSummary) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(c.halt, cancel)()
-	owners := c.endLeases(make(map[*owner]Mode))
+	owners := c.endLeases(make(map[*owner]Mode), sum)
 	if c.drain(rctx) != nil {
+		sum.owners, sum.left = len(owners), len(owners)
 		return fmt.Errorf("fairrw: shutdown: calls under way not waited for, %d lock owners not released, left to expire: %w", len(owners), c.stopCause(ctx))
 	}
-	owners = c.endLeases(owners)
+	owners = c.endLeases(owners, sum)
 	var failed, total int
 	var err error
 	if len(owners) > 0 {
 		failed, total, err = c.releaseOwners(rctx, owners)
 	}
+	sum.owners, sum.left = total, failed
 	// Give-backs and releases that calls left to the background (their
 	// callers have gone) are done before the Client closes, within ctx.
 	if c.background.wait(rctx) != nil {
@@ -97,12 +102,13 @@ var errCutShort = tag("Close cut the Shutdown short", ErrClosed) // always wrapp
 // endLeases ends every lease still held (not one an Unlock is releasing)
 // and adds its owner to owners, with the mode its release must name: the
 // write if the owner holds it (its release then frees its reads too), else
-// a read.
-func (c *Client) endLeases(owners map[*owner]Mode) map[*owner]Mode {
+// a read. sum counts the leases.
+func (c *Client) endLeases(owners map[*owner]Mode, sum *shutdownSummary) map[*owner]Mode {
 	for _, l := range c.renewer.all() {
-		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.lockName()), errShutdownLease), lossClosed) {
+		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.lockName()), errShutdownLease), lossShutdown) {
 			continue
 		}
+		sum.leases++
 		if mode, ok := owners[l.own]; !ok || mode == Read {
 			owners[l.own] = l.mode
 		}

@@ -36,6 +36,19 @@ const (
 	scopeName = "github.com/fairrw/rwlock/fairrw"
 
 	keyDBSystem      = attribute.Key("db.system.name")
+	keyDBOperation   = attribute.Key("db.operation.name")
+	keyDBProcedure   = attribute.Key("db.stored_procedure.name")
+	keyDBBatchSize   = attribute.Key("db.operation.batch.size")
+	keyServerAddress = attribute.Key("server.address")
+	keyServerPort    = attribute.Key("server.port")
+	keyErrorType     = attribute.Key("error.type")
+	keyDeployment    = attribute.Key("fairrw.deployment")
+	keyWaited        = attribute.Key("fairrw.acquire.waited")
+	keyClientID      = attribute.Key("fairrw.client.id")
+	keyForced        = attribute.Key("fairrw.force_unlock.holders")
+	keyShutLeases    = attribute.Key("fairrw.shutdown.leases")
+	keyShutReleased  = attribute.Key("fairrw.shutdown.owners_released")
+	keyShutLeft      = attribute.Key("fairrw.shutdown.owners_left")
 	keyLockName      = attribute.Key("fairrw.lock.name")
 	keyLockMode      = attribute.Key("fairrw.lock.mode")
 	keyPolicy        = attribute.Key("fairrw.policy")
@@ -58,6 +71,17 @@ const (
 	mRenewErr = "fairrw.renewal.failures"
 	mLost     = "fairrw.leases.lost"
 	mPending  = "fairrw.background.pending"
+
+	mPasses      = "fairrw.cohort.passes"
+	mShared      = "fairrw.reads.shared"
+	mForced      = "fairrw.force_unlocks"
+	mDials       = "fairrw.redis.dials"
+	mConns       = "fairrw.redis.connections"
+	mReconnects  = "fairrw.redis.reconnects"
+	mUnreachable = "fairrw.redis.unreachable"
+
+	// deployment is what the test Clients name their Redis (WithDeployment).
+	deployment = "locks-test"
 )
 
 var dbRedis = keyDBSystem.String("redis")
@@ -76,7 +100,17 @@ var instruments = map[string]struct {
 	mRenewErr: {"{lease}", "counter"},
 	mLost:     {"{lease}", "counter"},
 	mPending:  {"{task}", "updown"},
+
+	mPasses:      {"{pass}", "counter"},
+	mShared:      {"{read}", "counter"},
+	mForced:      {"{unlock}", "counter"},
+	mDials:       {"{dial}", "counter"},
+	mConns:       {"{connection}", "updown"},
+	mReconnects:  {"{connection}", "counter"},
+	mUnreachable: {"{client}", "updown"},
 }
+
+var deployed = keyDeployment.String(deployment)
 
 var allPolicies = locktest.Policies()
 
@@ -117,7 +151,7 @@ func newOtelEnv(t *testing.T) *otelEnv {
 // client returns a Client instrumented with e's providers and logger.
 func (e *otelEnv) client(t *testing.T, p fairrw.Policy, opts ...fairrw.Option) *fairrw.Client {
 	t.Helper()
-	return newTestClient(t, append([]fairrw.Option{fairrw.WithClientOption(e.opt), fairrw.WithPolicy(p),
+	return newTestClient(t, append([]fairrw.Option{fairrw.WithClientOption(e.opt), fairrw.WithPolicy(p), fairrw.WithDeployment(deployment),
 		fairrw.WithTracerProvider(e.tp), fairrw.WithMeterProvider(e.mp), fairrw.WithLogger(slog.New(e.logs))}, opts...)...)
 }
 
@@ -385,6 +419,42 @@ func spanInt(t *testing.T, s sdktrace.ReadOnlySpan, k attribute.Key) int64 {
 	return v.AsInt64()
 }
 
+// exceptionType returns the exception.type of the span's "exception"
+// event.
+func exceptionType(s sdktrace.ReadOnlySpan) string {
+	for _, ev := range s.Events() {
+		for _, kv := range ev.Attributes {
+			if ev.Name == "exception" && kv.Key == "exception.type" {
+				return kv.Value.AsString()
+			}
+		}
+	}
+	return ""
+}
+
+// renewAttrs are the attributes every renewal round's span has: a Redis
+// round trip's.
+func renewAttrs(p fairrw.Policy) []attribute.KeyValue {
+	return []attribute.KeyValue{dbRedis, deployed, keyDBOperation.String("EVALSHA"), keyDBProcedure.String("fairrw.renew"), keyPolicy.String(p.String())}
+}
+
+// logValue returns the value of a log record's attribute key.
+func logValue(t *testing.T, r slog.Record, key string) slog.Value {
+	t.Helper()
+	var v slog.Value
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, found = a.Value, true
+		}
+		return !found
+	})
+	if !found {
+		t.Fatalf("log %q has no %s", r.Message, key)
+	}
+	return v
+}
+
 // exceptionMessage returns the exception.message of the span's "exception"
 // event (see Span.RecordError).
 func exceptionMessage(s sdktrace.ReadOnlySpan) string {
@@ -424,6 +494,17 @@ func (h *logRecorder) records() []slog.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.recs)
+}
+
+// atLeast returns the records of level or above.
+func (h *logRecorder) atLeast(level slog.Level) []slog.Record {
+	var out []slog.Record
+	for _, r := range h.records() {
+		if r.Level >= level {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // assertNone fails the test if anything was logged.
@@ -469,7 +550,7 @@ func recordAttrs(r slog.Record) map[string]string {
 	return m
 }
 
-var lossLogKeys = []string{"lock", "mode", "policy", "cause", "held", "error"}
+var lossLogKeys = []string{"lock", "mode", "policy", "cause", "held", "error.type", "error"}
 
 // eventually polls cond until it holds, failing the test after 10s.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -493,21 +574,61 @@ func awaitDone(t *testing.T, l *fairrw.Lease) {
 	}
 }
 
-// acquireAttrs are the attributes every acquire span starts with.
+// acquireAttrs are the attributes every acquire span starts with: an
+// internal span, with no database attributes (a lock wait is no Redis
+// call).
 func acquireAttrs(name string, mode fairrw.Mode, p fairrw.Policy) []attribute.KeyValue {
-	return []attribute.KeyValue{dbRedis, keyLockName.String(name), keyLockMode.String(mode.String()), keyPolicy.String(p.String())}
+	return []attribute.KeyValue{keyLockName.String(name), keyLockMode.String(mode.String()), keyPolicy.String(p.String()), deployed}
 }
 
 func modePolicy(mode fairrw.Mode, p fairrw.Policy) string {
-	return attrs(keyLockMode.String(mode.String()), keyPolicy.String(p.String()))
+	return attrs(keyLockMode.String(mode.String()), keyPolicy.String(p.String()), deployed)
 }
 
-func withOutcome(mode fairrw.Mode, p fairrw.Policy, outcome string) string {
-	return attrs(keyLockMode.String(mode.String()), keyPolicy.String(p.String()), keyOutcome.String(outcome))
+func policyOnly(p fairrw.Policy) string {
+	return attrs(keyPolicy.String(p.String()), deployed)
+}
+
+// withOutcome is an acquire's metric point: its outcome, whether it waited
+// and, when it failed, its error.type.
+func withOutcome(mode fairrw.Mode, p fairrw.Policy, outcome string, waited bool, errorType ...string) string {
+	kvs := []attribute.KeyValue{keyLockMode.String(mode.String()), keyPolicy.String(p.String()), deployed,
+		keyOutcome.String(outcome), keyWaited.Bool(waited)}
+	for _, e := range errorType {
+		kvs = append(kvs, keyErrorType.String(e))
+	}
+	return attrs(kvs...)
 }
 
 func withCause(mode fairrw.Mode, p fairrw.Policy, cause string) string {
-	return attrs(keyLockMode.String(mode.String()), keyPolicy.String(p.String()), keyLossCause.String(cause))
+	return attrs(keyLockMode.String(mode.String()), keyPolicy.String(p.String()), deployed, keyLossCause.String(cause))
+}
+
+// assertRedisCall checks a span of a Redis round trip made for the span
+// parent: a client span with the database attributes, running the script
+// procedure.
+func assertRedisCall(t *testing.T, s sdktrace.ReadOnlySpan, parent trace.SpanContext, procedure string) {
+	t.Helper()
+	if s.Name() != "EVALSHA" {
+		t.Errorf("span %q, want EVALSHA", s.Name())
+	}
+	assertSpan(t, s, spanWant{
+		kind:   trace.SpanKindClient,
+		parent: parent,
+		attrs:  []attribute.KeyValue{dbRedis, deployed, keyDBOperation.String("EVALSHA"), keyDBProcedure.String(procedure)},
+	})
+}
+
+// calls returns the ended spans of Redis round trips made for the span
+// parent, in the order they ended.
+func (e *otelEnv) calls(parent trace.SpanContext) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range e.ended("EVALSHA") {
+		if sameSpan(s.Parent(), parent) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // TestTelemetryLockGranted: an uncontended Lock under the caller's span,
@@ -525,12 +646,18 @@ func TestTelemetryLockGranted(t *testing.T) {
 		}
 		lock := e.only(t, "fairrw.Lock")
 		assertSpan(t, lock, spanWant{
-			kind:   trace.SpanKindClient,
+			kind:   trace.SpanKindInternal,
 			parent: request.SpanContext(),
 			attrs: append(acquireAttrs(name, fairrw.Write, p),
-				keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token()))),
+				keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token())), keyWaited.Bool(false)),
 			present: []attribute.Key{keyWait}, // and no woken_by: it did not wait
 		})
+		// Its one attempt is a Redis round trip of its own.
+		attempts := e.calls(lock.SpanContext())
+		if len(attempts) != 1 {
+			t.Fatalf("%d round trips under the Lock, want 1", len(attempts))
+		}
+		assertRedisCall(t, attempts[0], lock.SpanContext(), "fairrw.acquire")
 		if w := spanFloat(t, lock, keyWait); w <= 0 || w > lock.EndTime().Sub(lock.StartTime()).Seconds() {
 			t.Errorf("acquire.wait %v s, the span lasted %v", w, lock.EndTime().Sub(lock.StartTime()))
 		}
@@ -548,7 +675,7 @@ func TestTelemetryLockGranted(t *testing.T) {
 
 		unlock := e.only(t, "fairrw.Unlock")
 		assertSpan(t, unlock, spanWant{
-			kind:    trace.SpanKindClient,
+			kind:    trace.SpanKindInternal,
 			parent:  release.SpanContext(),
 			links:   []trace.SpanContext{lock.SpanContext()},
 			attrs:   acquireAttrs(name, fairrw.Write, p),
@@ -557,12 +684,17 @@ func TestTelemetryLockGranted(t *testing.T) {
 		if h := spanFloat(t, unlock, keyHeld); h < 0 {
 			t.Errorf("lease.held %v s", h)
 		}
-		if got, want := e.spanNames(), []string{"fairrw.Lock", "fairrw.Unlock", "release", "request"}; !slices.Equal(got, want) {
+		releases := e.calls(unlock.SpanContext())
+		if len(releases) != 1 {
+			t.Fatalf("%d round trips under the Unlock, want 1", len(releases))
+		}
+		assertRedisCall(t, releases[0], unlock.SpanContext(), "fairrw.release")
+		if got, want := e.spanNames(), []string{"EVALSHA", "fairrw.Lock", "EVALSHA", "fairrw.Unlock", "release", "request"}; !slices.Equal(got, want) {
 			t.Errorf("spans %q, want %q", got, want)
 		}
 
 		rm := e.collect(t)
-		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "granted"): 1})
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "granted", false): 1})
 		wantPoints(t, mHold, histCounts(t, rm, mHold), map[string]uint64{modePolicy(fairrw.Write, p): 1})
 		wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0})
 		wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil) // nothing ever waited
@@ -610,9 +742,9 @@ func TestTelemetryLockAfterWait(t *testing.T) {
 
 		span := e.only(t, "fairrw.RLock")
 		want := spanWant{
-			kind:    trace.SpanKindClient,
+			kind:    trace.SpanKindInternal,
 			parent:  request.SpanContext(),
-			attrs:   append(acquireAttrs(name, fairrw.Read, p), keyOutcome.String("granted"), keyToken.Int64(int64(r.l.Token()))),
+			attrs:   append(acquireAttrs(name, fairrw.Read, p), keyOutcome.String("granted"), keyToken.Int64(int64(r.l.Token())), keyWaited.Bool(true)),
 			present: []attribute.Key{keyAttempts, keyWait},
 		}
 		// Usually "pubsub"; "" only if its attempt after subscribing
@@ -624,9 +756,14 @@ func TestTelemetryLockAfterWait(t *testing.T) {
 		if n := spanInt(t, span, keyAttempts); n < 2 {
 			t.Errorf("acquire.attempts %d, want at least 2", n)
 		}
+		// Every attempt is a round trip under the RLock.
+		if n, calls := spanInt(t, span, keyAttempts), len(e.calls(span.SpanContext())); int64(calls) != n {
+			t.Errorf("%d round trips under the RLock, %d attempts", calls, n)
+		}
 
 		rm := e.collect(t)
-		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "granted"): 1})
+		// It waited: its grant counts apart from the uncontended ones.
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "granted", true): 1})
 		wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Read, p): 0})
 		wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Read, p): 1})
 		if err := r.l.Unlock(context.Background()); err != nil {
@@ -675,13 +812,17 @@ func TestTelemetryLockCancelled(t *testing.T) {
 
 		span := e.only(t, "fairrw.Lock")
 		assertSpan(t, span, spanWant{
-			kind:    trace.SpanKindClient,
+			kind:    trace.SpanKindInternal,
 			parent:  request.SpanContext(),
 			status:  codes.Error,
 			events:  []string{"exception"},
-			attrs:   append(acquireAttrs(name, fairrw.Write, p), keyOutcome.String("cancelled")),
+			attrs:   append(acquireAttrs(name, fairrw.Write, p), keyOutcome.String("cancelled"), keyWaited.Bool(true), keyErrorType.String("deadline_exceeded")),
 			present: []attribute.Key{keyAttempts, keyWait}, // no woken_by, no token
 		})
+		// The status says what kind of failure, never which lock.
+		if got := span.Status().Description; got != context.DeadlineExceeded.Error() {
+			t.Errorf("status %q, want %q", got, context.DeadlineExceeded.Error())
+		}
 		if n := spanInt(t, span, keyAttempts); n < 2 {
 			t.Errorf("acquire.attempts %d, want at least 2 (one before the wait, one after subscribing)", n)
 		}
@@ -693,7 +834,8 @@ func TestTelemetryLockCancelled(t *testing.T) {
 		}
 
 		rm := e.collect(t)
-		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled"): 1})
+		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "cancelled", true, "deadline_exceeded"): 1})
+		wantPoints(t, mUnreachable, sums(t, rm, mUnreachable), nil) // a wait timeout is no outage
 		wantPoints(t, mWaiters, sums(t, rm, mWaiters), map[string]int64{modePolicy(fairrw.Write, p): 0})
 		wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
 		// A cancelled wait is the caller's doing: nothing is logged, unless
@@ -734,20 +876,20 @@ func TestTelemetryTryLockNotAcquired(t *testing.T) {
 
 		for op, mode := range map[string]fairrw.Mode{"fairrw.TryLock": fairrw.Write, "fairrw.TryRLock": fairrw.Read} {
 			assertSpan(t, e.only(t, op), spanWant{
-				kind:    trace.SpanKindClient,
+				kind:    trace.SpanKindInternal,
 				parent:  request.SpanContext(),
-				attrs:   append(acquireAttrs(name, mode, p), keyOutcome.String("not_acquired"), keyAttempts.Int(1)),
+				attrs:   append(acquireAttrs(name, mode, p), keyOutcome.String("not_acquired"), keyAttempts.Int(1), keyWaited.Bool(false)),
 				present: []attribute.Key{keyWait},
 			})
 		}
-		if got, want := e.spanNames(), []string{"fairrw.TryLock", "fairrw.TryRLock", "request"}; !slices.Equal(got, want) {
+		if got, want := e.spanNames(), []string{"EVALSHA", "fairrw.TryLock", "EVALSHA", "fairrw.TryRLock", "request"}; !slices.Equal(got, want) {
 			t.Errorf("spans %q, want %q", got, want)
 		}
 
 		rm := e.collect(t)
 		wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{
-			withOutcome(fairrw.Write, p, "not_acquired"): 1,
-			withOutcome(fairrw.Read, p, "not_acquired"):  1,
+			withOutcome(fairrw.Write, p, "not_acquired", false): 1,
+			withOutcome(fairrw.Read, p, "not_acquired", false):  1,
 		})
 		wantPoints(t, mWaiters, sums(t, rm, mWaiters), nil)
 		wantPoints(t, mHolds, sums(t, rm, mHolds), nil)
@@ -767,21 +909,24 @@ func TestTelemetryAcquireError(t *testing.T) {
 	}
 	span := e.only(t, "fairrw.RLock")
 	assertSpan(t, span, spanWant{
-		kind:    trace.SpanKindClient, // a root: the caller had no span
+		kind:    trace.SpanKindInternal, // a root: the caller had no span
 		status:  codes.Error,
 		events:  []string{"exception"},
-		attrs:   append(acquireAttrs("", fairrw.Read, p), keyOutcome.String("error"), keyAttempts.Int(0)),
+		attrs:   append(acquireAttrs("", fairrw.Read, p), keyOutcome.String("error"), keyAttempts.Int(0), keyWaited.Bool(false), keyErrorType.String("invalid_name")),
 		present: []attribute.Key{keyWait},
 	})
+	if got := exceptionType(span); got != "fairrw.ErrInvalidName" {
+		t.Errorf("exception.type %q, want the sentinel's, fairrw.ErrInvalidName", got)
+	}
 	rm := e.collect(t)
-	wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "error"): 1})
-	e.logs.assertOne(t, slog.LevelWarn, "fairrw: acquire failed", []string{"lock", "mode", "policy", "error"},
-		map[string]string{"lock": "", "mode": "read", "policy": p.String()})
+	wantPoints(t, mAcquire, histCounts(t, rm, mAcquire), map[string]uint64{withOutcome(fairrw.Read, p, "error", false, "invalid_name"): 1})
+	e.logs.assertOne(t, slog.LevelWarn, "fairrw: acquire failed", []string{"lock", "mode", "policy", "error.type", "error"},
+		map[string]string{"lock": "", "mode": "read", "policy": p.String(), "error.type": "invalid_name"})
 }
 
 // assertLoss checks the loss of the write lease l (taken under the span
 // acquire) for cause: its span, its metrics and its log record.
-func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanContext, p fairrw.Policy, cause string, level slog.Level) {
+func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanContext, p fairrw.Policy, cause, errorType string, level slog.Level) {
 	t.Helper()
 	if !errors.Is(l.Err(), fairrw.ErrLeaseLost) {
 		t.Errorf("Err: %v, want ErrLeaseLost", l.Err())
@@ -797,14 +942,15 @@ func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanCo
 		links:  []trace.SpanContext{acquire},
 		status: codes.Error,
 		attrs: append(acquireAttrs(hidden.Name(l), fairrw.Write, p),
-			keyLossCause.String(cause), keyToken.Int64(int64(l.Token()))),
+			keyLossCause.String(cause), keyToken.Int64(int64(l.Token())), keyErrorType.String(errorType)),
 		present: []attribute.Key{keyHeld},
 	})
 	if h := spanFloat(t, lost, keyHeld); h <= 0 {
 		t.Errorf("lease.held %v s", h)
 	}
-	if got, want := lost.Status().Description, l.Err().Error(); got != want {
-		t.Errorf("status %q, want the lease's Err %q", got, want)
+	// The status names the cause, not the lock (the lease's Err does).
+	if got, want := lost.Status().Description, "fairrw: lease lost: "+cause; got != want {
+		t.Errorf("status %q, want %q", got, want)
 	}
 
 	rm := e.collect(t)
@@ -812,8 +958,12 @@ func (e *otelEnv) assertLoss(t *testing.T, l *fairrw.Lease, acquire trace.SpanCo
 	wantPoints(t, mHolds, sums(t, rm, mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0})
 	wantPoints(t, mHold, histCounts(t, rm, mHold), map[string]uint64{modePolicy(fairrw.Write, p): 1})
 	e.logs.assertOne(t, level, "fairrw: lease lost", lossLogKeys, map[string]string{
-		"lock": hidden.Name(l), "mode": "write", "policy": p.String(), "cause": cause, "error": l.Err().Error(),
+		"lock": hidden.Name(l), "mode": "write", "policy": p.String(), "cause": cause, "error.type": errorType, "error": l.Err().Error(),
 	})
+	// held is in seconds, as the span's and the histogram's.
+	if v := logValue(t, e.logs.records()[0], "held"); v.Kind() != slog.KindFloat64 || v.Float64() <= 0 || v.Float64() > spanFloat(t, lost, keyHeld) {
+		t.Errorf("log held=%v (%v), want seconds, at most the span's %v", v, v.Kind(), spanFloat(t, lost, keyHeld))
+	}
 }
 
 // TestTelemetryLeaseExpired: a WithLease lease never unlocked runs out.
@@ -827,7 +977,7 @@ func TestTelemetryLeaseExpired(t *testing.T) {
 		}
 		request.End()
 		awaitDone(t, l)
-		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "expired", slog.LevelError)
+		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "expired", "lease_lost", slog.LevelError)
 		wantPoints(t, mRenewals, sums(t, e.collect(t), mRenewals), nil) // never renewed
 	})
 }
@@ -843,7 +993,7 @@ func TestTelemetryLeaseGone(t *testing.T) {
 		}
 		e.srv.FlushAll()
 		awaitDone(t, l)
-		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "gone", slog.LevelError)
+		e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "gone", "lease_lost", slog.LevelError)
 
 		// The round that found it gone ends after the loss; no round
 		// follows it, since the Client holds nothing any more.
@@ -858,9 +1008,8 @@ func TestTelemetryLeaseGone(t *testing.T) {
 			return !last.EndTime().Before(lost.EndTime())
 		})
 		assertSpan(t, last, spanWant{
-			kind: trace.SpanKindInternal,
-			attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
-				keyRenewLeases.Int(0), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
+			kind:  trace.SpanKindClient, // one round trip
+			attrs: append(renewAttrs(p), keyRenewLeases.Int(0), keyRenewBatches.Int(1), keyRenewFailures.Int(0)),
 		})
 		// fairrw.renewals counts the leases every round renewed.
 		renewed := int64(0)
@@ -868,7 +1017,7 @@ func TestTelemetryLeaseGone(t *testing.T) {
 			renewed += spanInt(t, s, keyRenewLeases)
 		}
 		rm := e.collect(t)
-		if got := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; got != renewed {
+		if got := sums(t, rm, mRenewals)[policyOnly(p)]; got != renewed {
 			t.Errorf("%s %d, the rounds' spans renewed %d", mRenewals, got, renewed)
 		}
 		wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
@@ -892,7 +1041,7 @@ func TestTelemetryLeaseClosed(t *testing.T) {
 	if !errors.Is(l.Err(), fairrw.ErrClosed) {
 		t.Errorf("Err: %v, want ErrClosed", l.Err())
 	}
-	e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "closed", slog.LevelInfo)
+	e.assertLoss(t, l, e.only(t, "fairrw.Lock").SpanContext(), p, "closed", "closed", slog.LevelInfo)
 }
 
 // TestTelemetryRenewal: a watchdog round is a root span of its own, and
@@ -911,15 +1060,14 @@ func TestTelemetryRenewal(t *testing.T) {
 		lock := e.only(t, "fairrw.Lock")
 		for _, round := range e.ended("fairrw.renew") {
 			assertSpan(t, round, spanWant{
-				kind: trace.SpanKindInternal,
-				attrs: []attribute.KeyValue{dbRedis, keyPolicy.String(p.String()),
-					keyRenewLeases.Int(1), keyRenewBatches.Int(1), keyRenewFailures.Int(0)},
+				kind:  trace.SpanKindClient, // one round trip
+				attrs: append(renewAttrs(p), keyRenewLeases.Int(1), keyRenewBatches.Int(1), keyRenewFailures.Int(0)),
 			})
 			if round.SpanContext().TraceID() == lock.SpanContext().TraceID() {
 				t.Errorf("the round is in the acquire's trace")
 			}
 		}
-		if n := sums(t, rm, mRenewals)[attrs(keyPolicy.String(p.String()))]; n < 1 {
+		if n := sums(t, rm, mRenewals)[policyOnly(p)]; n < 1 {
 			t.Errorf("%s %d, want at least 1", mRenewals, n)
 		}
 		wantPoints(t, mRenewErr, sums(t, rm, mRenewErr), nil)
@@ -942,7 +1090,7 @@ func TestTelemetryDefaultProviders(t *testing.T) {
 		otel.SetTracerProvider(prevTP)
 		otel.SetMeterProvider(prevMP)
 	})
-	c := newTestClient(t, fairrw.WithClientOption(e.opt))
+	c := newTestClient(t, fairrw.WithClientOption(e.opt)) // and no WithDeployment: the address names it
 
 	l, err := c.RWMutex("defaults").Lock(context.Background())
 	if err != nil {
@@ -951,21 +1099,26 @@ func TestTelemetryDefaultProviders(t *testing.T) {
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.spanNames(), []string{"fairrw.Lock", "fairrw.Unlock"}; !slices.Equal(got, want) {
+	if got, want := e.spanNames(), []string{"EVALSHA", "fairrw.Lock", "EVALSHA", "fairrw.Unlock"}; !slices.Equal(got, want) {
 		t.Errorf("spans %q, want %q", got, want)
 	}
 	p := fairrw.WriterPreferring() // the default policy
+	addr := keyDeployment.String(e.srv.Addr())
 	assertSpan(t, e.only(t, "fairrw.Lock"), spanWant{
-		kind:    trace.SpanKindClient,
-		attrs:   append(acquireAttrs("defaults", fairrw.Write, p), keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token()))),
+		kind: trace.SpanKindInternal,
+		attrs: []attribute.KeyValue{keyLockName.String("defaults"), keyLockMode.String("write"), keyPolicy.String(p.String()), addr,
+			keyOutcome.String("granted"), keyAttempts.Int(1), keyToken.Int64(int64(l.Token())), keyWaited.Bool(false)},
 		present: []attribute.Key{keyWait},
 	})
-	wantPoints(t, mAcquire, histCounts(t, e.collect(t), mAcquire), map[string]uint64{withOutcome(fairrw.Write, p, "granted"): 1})
+	wantPoints(t, mAcquire, histCounts(t, e.collect(t), mAcquire), map[string]uint64{
+		attrs(keyLockMode.String("write"), keyPolicy.String(p.String()), addr, keyOutcome.String("granted"), keyWaited.Bool(false)): 1,
+	})
 }
 
 func TestTelemetryNilOptions(t *testing.T) {
 	addr := fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}})
-	for _, opt := range []fairrw.Option{fairrw.WithTracerProvider(nil), fairrw.WithMeterProvider(nil), fairrw.WithLogger(nil)} {
+	for _, opt := range []fairrw.Option{fairrw.WithTracerProvider(nil), fairrw.WithMeterProvider(nil), fairrw.WithLogger(nil),
+		fairrw.WithDeployment(""), fairrw.WithRedactedNames(nil), fairrw.WithRedisWrapper(nil)} {
 		c, err := fairrw.New(addr, opt)
 		if !errors.Is(err, fairrw.ErrInvalidOption) {
 			if c != nil {
@@ -1052,4 +1205,31 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 		request.End()
 		wantPoints(t, mHolds, sums(t, e.collect(t), mHolds), map[string]int64{modePolicy(fairrw.Write, p): 0, modePolicy(fairrw.Read, p): 0})
 	})
+}
+
+// TestTelemetryRedisSpansOff: WithRedisSpans(false) leaves fairrw's own
+// spans and drops the round trips' (a rueidis tracing wrapper makes its
+// own); a renewal round, one round trip, keeps its span.
+func TestTelemetryRedisSpansOff(t *testing.T) {
+	t.Parallel()
+	e := newOtelEnv(t)
+	c := e.client(t, fairrw.WriterPreferring(), fairrw.WithRedisSpans(false), fairrw.WithLeaseTime(300*time.Millisecond))
+	ctx, request := e.appSpan("request")
+	l, err := c.RWMutex("quiet").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "renewed", func() bool { return len(e.ended("fairrw.renew")) > 0 })
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+	for _, name := range e.spanNames() {
+		if name == "EVALSHA" {
+			t.Fatalf("spans %q: a round trip's span with WithRedisSpans(false)", e.spanNames())
+		}
+	}
+	if len(e.ended("fairrw.Lock")) != 1 || len(e.ended("fairrw.Unlock")) != 1 {
+		t.Errorf("spans %q, want the Lock's and the Unlock's", e.spanNames())
+	}
 }
