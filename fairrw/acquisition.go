@@ -96,6 +96,12 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if co := m.cohortFor(mode, wait, cfg); co != nil {
 		return m.lockInCohort(ctx, co, cfg, attempts)
 	}
+	if mode == Read {
+		if co := m.readerEnters(wait); co != nil {
+			// A PhaseFair read waits through no run of its Client's cohort.
+			defer co.readerLeaves()
+		}
+	}
 	if m.sharesReads(mode, cfg) {
 		return m.acquireShared(ctx, cfg, wait, attempts)
 	}
@@ -121,6 +127,32 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		}
 	}()
 	got, err := a.first(ctx, joined)
+	return a.outcome(ctx, got, err)
+}
+
+// runQueued carries to its outcome an acquisition whose owner a release
+// queued in Redis already (a cohort's successor: see cohort.prequeue), and
+// whose waiter listened before that release was sent: it waits for its
+// grant as after a refused first attempt. When that release failed (it
+// may or may not have queued the owner), it starts with an attempt, as the
+// same owner: one finds its entry, or its grant, and takes it up.
+func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, error) {
+	defer a.m.c.waits.leave(a.w)
+	var got attemptResult
+	var err error
+	if released == nil {
+		got, err = a.waitFor(ctx, a.m.c.leaseTime, true)
+	} else {
+		a.o.sent = true // a copy of that release may still queue it
+		got, err = a.first(ctx, true)
+	}
+	return a.outcome(ctx, got, err)
+}
+
+// outcome turns the end of the acquisition's wait into its outcome: a
+// Lease, or an error after which nothing of its owner stays held.
+func (a *acquisition) outcome(ctx context.Context, got attemptResult, err error) (*Lease, error) {
+	m := a.m
 	if err != nil {
 		if a.o.unsure || a.o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
 			a.giveBack()
@@ -305,6 +337,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	ac := &attemptCall{m: m, req: a.request(further, wait)}
 	req := &ac.req
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
+	o.sent = true
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{sent: time.Now()}
 	req.stamp = got.sent

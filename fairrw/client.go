@@ -151,10 +151,12 @@ func New(opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// onInvalidations is the rueidis client-tracking hook: the waiters and the
-// shared read holds learn of the keys that changed (nil: any key may have).
+// onInvalidations is the rueidis client-tracking hook: the waiters, the
+// shared read holds and the cohorts learn of the keys that changed (nil:
+// any key may have).
 func (c *Client) onInvalidations(messages []rueidis.RedisMessage) {
 	c.shares.invalidated(messages)
+	c.cohorts.invalidated(messages)
 	c.waits.onInvalidations(messages)
 }
 

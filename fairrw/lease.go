@@ -329,14 +329,20 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	if st.writes == 0 && len(st.reads) == 0 {
 		o.unshared = true // released: no read shares its hold any more
 	}
+	var next *cohortSuccessor
 	if l.cohort != nil {
-		if l.cohort.pass(l, st, now) {
+		if l.cohort.pass(ctx, deadline, l, st, now) {
 			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
 		}
-		l.cohort.prequeue(ctx, deadline, l)
+		next = l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
-	res, err := l.m.releaseWithin(ctx, deadline, o, l.mode, st, last, unreachableFails)
+	rc := l.m.newRelease(o, l.mode, st, last)
+	if next != nil {
+		rc.req.successor = next.o.id
+	}
+	res, err := l.m.send(ctx, deadline, rc, unreachableFails)
+	next.queuedBy(err)
 	// Its release is sent, and applied unless it failed: its owner's next
 	// change must not count it (it ends after the owner's lock is given
 	// back), or that change would write a hold for it into Redis, or count

@@ -41,6 +41,13 @@ type owner struct {
 	// queued is set when a refused attempt left a queue entry (a fair
 	// policy's waiter): a Lock that gives up must withdraw it.
 	queued bool
+	// sent is set once an attempt of the owner was sent (or a release that
+	// queues it, as its cohort's successor, may have been applied unseen):
+	// a copy of it may still reach Redis, so giving the owner up marks it
+	// for the give-up window. An owner only ever queued by a release that
+	// Redis confirmed has nothing on its way: its give-up marks it for a
+	// moment only.
+	sent bool
 	// read is set once the owner attempted a read (granted or not, seen or
 	// not): a release of an owner that never did need not look for its
 	// reads in Redis.
@@ -62,6 +69,14 @@ type owner struct {
 	// that a share or a cohort pass made while that renewal was on its
 	// way, and none is made any more (see renewHold.lose).
 	lostRead, lostWrite atomic.Bool
+}
+
+// markerTTL is how long giving the owner up marks it (owner.sent).
+func (o *owner) markerTTL() time.Duration {
+	if o.sent {
+		return o.m.c.giveUpWindow()
+	}
+	return time.Millisecond
 }
 
 // lost returns the flag that says the owner's hold of mode is gone.

@@ -138,6 +138,9 @@ type releaseRequest struct {
 	state   ownerState
 	mayRead bool   // the owner may hold reads in Redis (it had one, or this is a read's)
 	passed  uint64 // the highest token passed in the owner's cohort (owner.passed)
+	// successor is an owner queued as a writer before the release (a
+	// cohort's next leader: see cohort.prequeue); "" for none.
+	successor string
 	// fast: the owner's hold came from the fair policies' fast path and
 	// it took no other since (see owner.fast).
 	fast      bool

@@ -21,7 +21,11 @@ func WriterPreferring() Policy { return newFairPolicy("writer-preferring", 0) }
 // PhaseFair returns the policy under which read and write phases alternate:
 // no reader waits for more than one write phase, and no writer starves.
 // Writers are served first-come-first-served.
-func PhaseFair() Policy { return newFairPolicy("phase-fair", 0) }
+func PhaseFair() Policy { return newFairPolicy(phaseFairName, 0) }
+
+// phaseFairName is PhaseFair's name, which the cohorts ask for: its
+// readers end a cohort's run (cohort.go).
+const phaseFairName = "phase-fair"
 
 // fairPolicy is both fair policies: one state machine (lua/fair_lib.lua),
 // told which rule to apply by the policy's public name, which it also
@@ -84,13 +88,13 @@ func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys
 }
 
 func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	if r.fast && r.state.writes == 0 && len(r.state.reads) == 0 && (r.mode == Read || !r.mayRead) {
+	if r.fast && r.successor == "" && r.state.writes == 0 && len(r.state.reads) == 0 && (r.mode == Read || !r.mayRead) {
 		if res, applied, err := p.releaseFast(ctx, rdb, k, r); err != nil || applied {
 			return res, err
 		}
 	}
 	req := wire.FairUnlock{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish),
-		Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Abandon: r.abandon, MarkerTTL: r.markerTTL, Kept: r.state.kept(), MayRead: r.mayRead, Passed: r.passed}
+		Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Abandon: r.abandon, MarkerTTL: r.markerTTL, Kept: r.state.kept(), MayRead: r.mayRead, Passed: r.passed, Successor: r.successor}
 	// A release takes no hold: the lease it sends is the span by which a
 	// kept write moves the state's expiry, the queue lease.
 	req.Lease, req.Queue = r.queue, r.queue

@@ -56,7 +56,7 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),
-		markerTTL: m.c.giveUpWindow(),
+		markerTTL: o.markerTTL(),
 		queue:     m.c.leaseTime,
 		publish:   m.c.publish,
 		// A writer this release granted the lock to may wait in this

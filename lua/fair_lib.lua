@@ -285,6 +285,17 @@ local function head()
   end
 end
 
+-- enqueue queues writer o, which asked for lease l (ms), at the tail of
+-- the queue with an entry of a queue lease, as its refused attempt does
+-- (fair_acquire.lua); the caller knows o has no entry.
+local function enqueue(o, l)
+  local deadline = now + qlease
+  hset_until(deadline, qlease, false, 'q:' .. o, deadline .. ':' .. l)
+  redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), o)
+  cover(Q, deadline)
+  st.bare, st.q_existed = false, nil
+end
+
 -- dequeue removes owner o's queue entry.
 local function dequeue(o)
   redis.call('zrem', Q, o)

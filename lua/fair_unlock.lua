@@ -7,6 +7,8 @@
 --
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- KEYS[10] the unlock latch "redisson_unlock_latch:{N}:<request id>"
+-- KEYS[11] the successor's give-up marker "fairrw_attempt:{N}:<successor>"
+--          (see ARGV[18])
 -- ARGV[9]  unlock latch lifetime in milliseconds
 -- ARGV[10] "1" to give the owner up: its marker M is set (so that no late
 --          copy of its attempts takes anything) and its queue entries go
@@ -21,6 +23,13 @@
 --          Client handed out under the owner's write, in a cohort ("0": none; see
 --          RESERVE in common.lua): F is raised to it, so that a read
 --          returns the last write's token
+-- ARGV[18] the successor: an owner of the same Client (its cohort's next
+--          leader) queued as a writer with a lease of ARGV[5] before the
+--          hold is released, as its own refused attempt would have queued
+--          it ("": none), unless it was given up (its marker KEYS[11]
+--          exists: a late copy of this release queues no one); a release
+--          that frees the lock then grants it to the writer queued first,
+--          the successor if no one queued before
 --
 -- Returns {result, grantee, token}: result -1 when the owner held no such
 -- hold (or it had expired), 0 when the owner still holds in that mode, 1
@@ -44,6 +53,12 @@ end
 
 load()
 settle()
+-- The successor queues first: if the lock is free after the release, or
+-- already was (the hold had run out), whoever is next gets it.
+local successor = ARGV[18] ~= '' and redis.call('exists', KEYS[11]) == 0
+if successor then
+  enqueue(ARGV[18], ARGV[5]) -- fair_lib.lua
+end
 if ARGV[17] ~= '0' and st.writer == owner then
   -- The tokens passed lie within the range the write's grant reserved:
   -- F rises, and the next mint is above them anyway.
@@ -52,7 +67,7 @@ if ARGV[17] ~= '0' and st.writer == owner then
     redis.call('set', F, ARGV[17], 'px', keep(passed, now_us()))
   end
 end
-local freed = false
+local freed = successor
 if ARGV[10] == '1' then
   if st.entry then
     dequeue(owner)

@@ -157,11 +157,16 @@ type FairUnlock struct {
 	// under the owner's write, passing it within a cohort (0: none): the
 	// last token a read then gets.
 	Passed uint64
+	// Successor, when set, is an owner queued as a writer before the hold
+	// is released (its Client's cohort's next leader), with an entry of a
+	// queue lease (FairCall.Queue).
+	Successor string
 }
 
 var (
 	fairUnlockKeys = fixed(append(prefixed((*FairUnlock).lib, fairLibKeys),
 		column[FairUnlock]{"unlock latch", func(r *FairUnlock) string { return r.Keys.latch(r.Latch, r.Name, r.Request) }},
+		column[FairUnlock]{"successor's give-up marker", func(r *FairUnlock) string { return r.Keys.OwnerMarker(r.Name, r.Successor) }},
 	)...)
 	fairUnlockArgs = fixed(append(prefixed((*FairUnlock).lib, fairLibArgs),
 		column[FairUnlock]{"latch lifetime", func(r *FairUnlock) string { return millis(r.LatchTTL) }},
@@ -173,6 +178,7 @@ var (
 		column[FairUnlock]{"longest read", func(r *FairUnlock) string { return r.Kept.readLeft() }},
 		column[FairUnlock]{"may hold reads", func(r *FairUnlock) string { return flag(r.MayRead) }},
 		column[FairUnlock]{"highest token passed", func(r *FairUnlock) string { return strconv.FormatUint(r.Passed, 10) }},
+		column[FairUnlock]{"successor", func(r *FairUnlock) string { return r.Successor }},
 	)...)
 )
 

@@ -35,10 +35,10 @@ func TestRendered(t *testing.T) {
 	}{
 		{"fair_acquire", &FairAcquire{FairCall: call, Wait: true, Further: 2, Notify: false},
 			fairKeys, cat(fairArgs, "1", "2", "0")},
-		{"fair_unlock", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, Abandon: false, MarkerTTL: 2500 * time.Millisecond, Kept: kept, MayRead: true, Passed: 1700000000000123},
-			cat(fairKeys, "redisson_unlock_latch:{lk}:r1"), cat(fairArgs, "90000", "0", "2500", "2", "10005", "2", "3005", "1", "1700000000000123")},
+		{"fair_unlock", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, Abandon: false, MarkerTTL: 2500 * time.Millisecond, Kept: kept, MayRead: true, Passed: 1700000000000123, Successor: "c:8"},
+			cat(fairKeys, "redisson_unlock_latch:{lk}:r1", "fairrw_attempt:{lk}:c:8"), cat(fairArgs, "90000", "0", "2500", "2", "10005", "2", "3005", "1", "1700000000000123", "c:8")},
 		{"fair_unlock/nothing kept", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, MarkerTTL: 2500 * time.Millisecond},
-			cat(fairKeys, "redisson_unlock_latch:{lk}:r1"), cat(fairArgs, "90000", "0", "2500", "0", "0", "0", "5", "0", "0")},
+			cat(fairKeys, "redisson_unlock_latch:{lk}:r1", "fairrw_attempt:{lk}:"), cat(fairArgs, "90000", "0", "2500", "0", "0", "0", "5", "0", "0", "")},
 		{"fair_force_unlock", &FairForceUnlock{FairCall: FairCall{Name: name, Keys: fk, Policy: "writer-preferring", Mode: Write, Publish: "publish"}},
 			cat(fairKeys[:8], "fairrw_attempt:{lk}:"), []string{"writer-preferring/3", "w", "", "1", "1", "0", "1", "publish"}},
 		{"fair_renew", &FairRenew{Lease: 30 * time.Second, Holds: []FairRenewHold{{Keys: fk, Mode: Write, Owner: owner}, {Keys: Fair("{x}"), Mode: Read, Owner: "d:1"}}},

@@ -58,6 +58,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,9 +113,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // allContenders are the contenders fairbench knows: contender.All, then
-// the Extras, which run in server-cost only (scenario.runs).
+// the Extras, which run in server-cost only, and the fair policies with
+// cohorts off, which run where cohorts change who is granted next
+// (scenario.runs).
 func allContenders() []contender.Contender {
-	return append(contender.All(), contender.Extras()...)
+	return slices.Concat(contender.All(), contender.Extras(), contender.CohortsOff())
 }
 
 // runWith is run over the contenders all (-contenders picks among them).

@@ -72,6 +72,10 @@ type scenario struct {
 	// optional scenarios are left out of the default set, which is meant
 	// to take under two minutes; -scenarios or -full runs them.
 	optional bool
+	// cohorts marks the scenarios where fairrw's cohorts and shared reads
+	// change who is granted next: the fair policies with cohorts off
+	// (contender.CohortsOff) run beside them there, and only there.
+	cohorts bool
 }
 
 // role is what the verdict reads from a scenario.
@@ -102,6 +106,9 @@ func (s *scenario) exclusive() bool {
 // read-write policies.
 func (s *scenario) runs(ct contender.Contender) bool {
 	if extra(ct) && s.kind != serverCost {
+		return false
+	}
+	if cohortsOff(ct) && !s.cohorts {
 		return false
 	}
 	switch s.kind {
@@ -150,8 +157,9 @@ func contended(name string, clients int) scenario {
 		classes: []class{
 			{kind: fairness.Writer, workers: contendedWriters, clients: clients},
 		},
-		role:  fairnessCost,
-		label: "contended, " + label,
+		role:    fairnessCost,
+		label:   "contended, " + label,
+		cohorts: true,
 	}
 }
 
@@ -240,6 +248,7 @@ var scenarios = []scenario{
 			{kind: fairness.Reader, workers: 4, clients: 2, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
 		},
 		role: starvation, exposes: fairness.Reader,
+		cohorts: true,
 	},
 	mixed(0.50),
 	mixed(0.90),
@@ -380,4 +389,9 @@ func (s *scenario) limit(window time.Duration, leases []int) time.Duration {
 // contender.All).
 func extra(ct contender.Contender) bool {
 	return slices.ContainsFunc(contender.Extras(), func(c contender.Contender) bool { return c.Name == ct.Name })
+}
+
+// cohortsOff reports whether ct is one of contender.CohortsOff.
+func cohortsOff(ct contender.Contender) bool {
+	return slices.ContainsFunc(contender.CohortsOff(), func(c contender.Contender) bool { return c.Name == ct.Name })
 }
