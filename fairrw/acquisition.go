@@ -44,14 +44,19 @@ type acquisition struct {
 	// firstWoken is what a grant at the first attempt reports as having
 	// ended its wait (a cohort's next leader waited in its cohort).
 	firstWoken wakeSource
+	// reader, when set, is a PhaseFair read its Client's cohort waits for
+	// (see cohortReader): settled once the first attempt was answered.
+	reader *cohortReader
 }
 
-// signalQueued closes queued, once.
+// signalQueued closes queued, once, and settles reader: the first attempt
+// was answered (or failed).
 func (a *acquisition) signalQueued() {
 	if a.queued != nil {
 		close(a.queued)
 		a.queued = nil
 	}
+	a.reader.settle()
 }
 
 // attemptResult is one acquire attempt carried to a definite outcome.
@@ -96,16 +101,16 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if co := m.cohortFor(mode, wait, cfg); co != nil {
 		return m.lockInCohort(ctx, co, cfg, attempts)
 	}
+	var rd *cohortReader
 	if mode == Read {
-		if co := m.readerEnters(wait); co != nil {
-			// A PhaseFair read waits through no run of its Client's cohort.
-			defer co.readerLeaves()
-		}
+		// A PhaseFair read waits through no run of its Client's cohort.
+		rd = m.readerEnters(wait)
+		defer rd.leave()
 	}
 	if m.sharesReads(mode, cfg) {
-		return m.acquireShared(ctx, cfg, wait, attempts)
+		return m.acquireShared(ctx, cfg, wait, attempts, rd)
 	}
-	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner()}
+	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the
 	// acquisition, it would move the caller's trace to the heap.

@@ -81,6 +81,8 @@ type Client struct {
 	// on and invalidations reaching shares.
 	sharing bool
 	shares  readShares
+	// held are the owners that may hold something in Redis (owner.go).
+	held heldOwners
 }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and

@@ -62,8 +62,10 @@ type cohort struct {
 	queuing bool
 
 	// readers counts the PhaseFair RLock calls of this Client under way on
-	// the name (readerEnters): any of them ends a run.
-	readers atomic.Int32
+	// the name, and unsettled those of them whose first attempt has not
+	// been answered yet (cohortReader); settledBell rings when one is.
+	readers, unsettled atomic.Int32
+	settledBell        chan struct{}
 	// What the Client knows of who waits in Redis: the writers queued and
 	// (PhaseFair) the readers waiting, as last read, each current until its
 	// key's next invalidation; reading is closed when the read under way
@@ -119,11 +121,6 @@ const cohortPasses = wire.TokenReserve - 1
 // for once its Client has heard of it, and the one that makes a busy lock
 // fast across Clients (a Redis handoff serves cohortYield+1 holds).
 const cohortYield = 2
-
-// phaseFairUnknown is how many holds a PhaseFair run passes on while a
-// reader may be waiting in Redis unbeknown to the Client: a reader waits
-// through at most the hold it found and one more.
-const phaseFairUnknown = 1
 
 var _ = [wire.TokenReserve - 1 - cohortYield]struct{}{} // cohortYield < wire.TokenReserve
 
@@ -186,7 +183,7 @@ func (r *cohorts) join(k *lockKeys, pf bool) *cohort {
 			r.m = make(map[string]*cohort)
 			r.byKey = make(map[string]*cohort)
 		}
-		co = &cohort{reg: r, name: k.name, queue: k.fair.Queue}
+		co = &cohort{reg: r, name: k.name, queue: k.fair.Queue, settledBell: make(chan struct{}, 1)}
 		if pf {
 			co.waiting = k.fair.Waiting
 			r.byKey[co.waiting] = co
@@ -251,23 +248,72 @@ func (r *cohorts) invalidated(messages []rueidis.RedisMessage) {
 	}
 }
 
+// A cohortReader is a PhaseFair RLock of this Client under way on the
+// cohort's name (readerEnters): any of them ends a run at its next Unlock.
+// Until it is settled (its first attempt answered: it waits among the
+// lock's readers in Redis, or entered), the run's release waits for it
+// (awaitReaders), so that the release lets it in ahead of the cohort's
+// next leader, as PhaseFair says.
+type cohortReader struct {
+	co      *cohort
+	settled atomic.Bool
+}
+
 // readerEnters counts a PhaseFair RLock of this Client in, for as long as
-// it is under way (until readerLeaves): a run of the name's cohort ends at
-// its next Unlock, and the read phase comes first. It returns nil when
-// cohorts are off.
-func (m *RWMutex) readerEnters(wait bool) *cohort {
+// it is under way (until leave). It returns nil (whose methods do nothing)
+// when cohorts are off, for a TryRLock, or under another policy.
+func (m *RWMutex) readerEnters(wait bool) *cohortReader {
 	if !wait || !m.c.cohorting || !m.policy.queued() || m.policy.name() != phaseFairName {
 		return nil
 	}
 	co := m.c.cohorts.join(&m.keys, true)
 	co.readers.Add(1)
-	return co
+	co.unsettled.Add(1)
+	return &cohortReader{co: co}
 }
 
-// readerLeaves counts a read that readerEnters counted out.
-func (co *cohort) readerLeaves() {
-	co.readers.Add(-1)
-	co.reg.done(co)
+// settle records that the read's first attempt was answered, or that its
+// Client's read leader's stands for it.
+func (rd *cohortReader) settle() {
+	if rd == nil || !rd.settled.CompareAndSwap(false, true) {
+		return
+	}
+	rd.co.unsettled.Add(-1)
+	select {
+	case rd.co.settledBell <- struct{}{}:
+	default:
+	}
+}
+
+// leave counts the read out, once it returned.
+func (rd *cohortReader) leave() {
+	if rd == nil {
+		return
+	}
+	rd.settle()
+	rd.co.readers.Add(-1)
+	rd.co.reg.done(rd.co)
+}
+
+// awaitReaders waits, within ctx and deadline, until every PhaseFair read
+// of this Client under way on the name has had its first attempt answered
+// (see cohortReader), so that the release about to be sent admits it.
+func (co *cohort) awaitReaders(ctx context.Context, deadline time.Time) {
+	if co.unsettled.Load() == 0 {
+		return
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	for co.unsettled.Load() > 0 {
+		select {
+		case <-co.settledBell:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // cohortFor returns the cohort a Lock with cfg joins, or nil when it goes
@@ -618,10 +664,10 @@ const (
 
 // mayPass says whether the run may pass the hold on, as far as everyone
 // outside the cohort goes, counting the pass it allows (see cohort): a
-// PhaseFair reader known to wait ends the run; someone outside the cohort
-// who waits, or may, gets at most cohortYield more holds passed before
-// the write goes back to Redis (phaseFairUnknown while a PhaseFair reader
-// may be waiting unbeknown); a run that nobody else waits for goes on.
+// PhaseFair reader known to wait, or not known not to, ends the run; a
+// writer outside the cohort who waits, or may, gets at most cohortYield
+// more holds passed before the write goes back to Redis; a run that
+// nobody else waits for goes on.
 // When the Client does not know who waits and the run has passed what it
 // may meanwhile, it waits for a read (passAfterRead), unless the last it
 // knew was that someone did. Call it with co.mu held.
@@ -647,7 +693,10 @@ func (co *cohort) mayPass(m *RWMutex) passVerdict {
 	}
 	limit := cohortYield
 	if !rKnown {
-		limit = phaseFairUnknown
+		// A PhaseFair reader may wait unbeknown: no pass before a read
+		// says none does, so that a reader waits through no hold of the
+		// run after the one it found.
+		limit = 0
 	}
 	if !wKnown || !rKnown {
 		switch {

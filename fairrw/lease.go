@@ -85,6 +85,9 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		l.deadline = got.sent.Add(got.cover)
 	}
 	o.leases = append(o.leases, l)
+	// What Redis keeps of the grant lasts its lease from now at most (a
+	// grant made on the owner's behalf, the queue lease).
+	m.c.held.holds(o, mode, l.granted.Add(max(cfg.lease, m.c.leaseTime)+leaseMargin))
 	if l.share != nil {
 		m.c.shares.hold(l.share) // before anything can end it (finish)
 	}
@@ -323,7 +326,7 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	defer o.unlock()
 	now := time.Now()
 	st := o.alive(l, now)
-	if l.share != nil && l.leaveShare(st) {
+	if l.share != nil && l.leaveShare(st, now) {
 		return releaseFreed, nil // another Lease still holds the shared read: no Redis call
 	}
 	if st.writes == 0 && len(st.reads) == 0 {
@@ -334,6 +337,8 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 		if l.cohort.pass(ctx, deadline, l, st, now) {
 			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
 		}
+		// This Client's PhaseFair reads waiting meanwhile enter first.
+		l.cohort.awaitReaders(ctx, deadline)
 		next = l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
@@ -343,6 +348,9 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	}
 	res, err := l.m.send(ctx, deadline, rc, unreachableFails)
 	next.queuedBy(err)
+	if err == nil && st.writes == 0 && len(st.reads) == 0 {
+		l.m.c.held.released(o) // Redis keeps nothing of the owner
+	}
 	// Its release is sent, and applied unless it failed: its owner's next
 	// change must not count it (it ends after the owner's lock is given
 	// back), or that change would write a hold for it into Redis, or count
