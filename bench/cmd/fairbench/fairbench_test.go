@@ -267,7 +267,8 @@ func TestSmokeAllScenarios(t *testing.T) {
 func TestFallsBackToMiniredis(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	stdout, stderr := runFairbench(t, "-duration", "200ms", "-scenarios", "contended", "-contenders", "redisson,redislock", "-out", "")
-	checkTables(t, stdout, map[string]bool{"writer-preferring": true, "phase-fair": true, "rueidislock": true, "redsync": true}, "contended")
+	checkTables(t, stdout, map[string]bool{"writer-preferring": true, "phase-fair": true, "rueidislock": true, "redsync": true,
+		"writer-preferring-nocohorts": true, "phase-fair-nocohorts": true}, "contended")
 	if !strings.Contains(stderr, "redis-server not found on PATH") || !strings.Contains(stdout, "window 200ms") {
 		t.Errorf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
 	}
@@ -567,7 +568,8 @@ func TestWide(t *testing.T) {
 		"-contenders", "phase-fair,redislock", "-out", ""}
 	narrow, _ := runFairbench(t, args...)
 	wide, _ := runFairbench(t, append(args, "-wide")...)
-	skipped := map[string]bool{"redisson": true, "writer-preferring": true, "rueidislock": true, "redsync": true}
+	skipped := map[string]bool{"redisson": true, "writer-preferring": true, "rueidislock": true, "redsync": true,
+		"writer-preferring-nocohorts": true, "phase-fair-nocohorts": true}
 	for _, out := range []string{narrow, wide} {
 		checkTables(t, out, skipped, "contended", "handoff")
 	}

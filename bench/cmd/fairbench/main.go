@@ -44,9 +44,11 @@
 // index.html to open first) to the -out folder. A run (one scenario by one
 // contender) that fails, or passes its time limit (-timeout), is reported
 // under its scenario and skipped, and a contender that stalls is skipped
-// in the scenarios after: every other run is still printed and charted.
-// It then exits non-zero, as it does when interrupted (Ctrl-C prints the
-// runs that ended).
+// in the scenarios after: every other run is still printed and charted,
+// and the verdict names what was skipped. A peer library's failures leave
+// the exit status 0; a failure of fairrw's own (a policy, a baseline pair)
+// makes it non-zero, as being interrupted does (Ctrl-C prints the runs
+// that ended).
 package main
 
 import (
@@ -149,6 +151,9 @@ func runWith(ctx context.Context, args []string, all []contender.Contender, stdo
 	bySc := runAll(ctx, r, opt, rep, stderr)
 	setPeerRatios(opt.scenarios, bySc, opt.contenders, rep.Results)
 	verdict := verdictOf(opt.scenarios, bySc, opt.contenders, opt.bound)
+	if l, ok := skippedVerdict(rep.Failures, opt.contenders); ok {
+		verdict = append(verdict, l)
+	}
 	if err := writeText(stdout, rep, opt, bySc, verdict); err != nil {
 		return err
 	}
@@ -166,13 +171,39 @@ func runWith(ctx context.Context, args []string, all []contender.Contender, stdo
 		}
 		fmt.Fprintf(stderr, "fairbench: results written to %s\n", opt.jsonPath)
 	}
-	switch {
+	switch ours := oursFailed(rep.Failures, opt.contenders); {
 	case rep.Interrupted:
 		return fmt.Errorf("interrupted: the results above are those of the runs that ended: %w", ctx.Err())
-	case len(rep.Failures) > 0:
-		return fmt.Errorf("%d run(s) failed or stalled (listed above, under their scenario); the others are reported", len(rep.Failures))
+	case ours > 0:
+		return fmt.Errorf("%d run(s) of fairrw's own failed or stalled (listed above, under their scenario); the others are reported", ours)
 	}
+	// A peer library's runs that failed or stalled were reported, skipped
+	// and named in the verdict: the run measured what it could.
 	return nil
+}
+
+// oursFailed counts the failures of runs of fairrw's own: its contenders
+// and the baseline pairs (server-cost). A peer library's failure is the
+// peer's, not the run's.
+func oursFailed(failures []failure, cts []contender.Contender) int {
+	n := 0
+	for _, f := range failures {
+		if !isPeer(f.Contender, cts) {
+			n++
+		}
+	}
+	return n
+}
+
+// isPeer reports whether name is a contender of cts from another library
+// than fairrw.
+func isPeer(name string, cts []contender.Contender) bool {
+	for _, c := range cts {
+		if c.Name == name {
+			return c.Library != "fairrw"
+		}
+	}
+	return false // a baseline pair
 }
 
 // newReport starts the report of a run: its settings, machine, Redis and

@@ -234,3 +234,29 @@ func writeVerdict(w io.Writer, lines []verdictLine) {
 		fmt.Fprintln(w, l)
 	}
 }
+
+// skippedVerdict names the contenders whose runs failed or stalled and
+// were left out: where, after how long, and, for a stall, that the
+// contender sat out the scenarios after. None: no line.
+func skippedVerdict(failures []failure, cts []contender.Contender) (verdictLine, bool) {
+	if len(failures) == 0 {
+		return verdictLine{}, false
+	}
+	var parts []string
+	for _, f := range failures {
+		what := "failed"
+		if f.Stalled {
+			what = "stalled"
+		}
+		who := f.Contender
+		if !isPeer(f.Contender, cts) {
+			who += " (fairrw's own)"
+		}
+		part := fmt.Sprintf("%s %s in %s after %.1fs", who, what, f.Scenario, f.AfterS)
+		if f.Stalled {
+			part += ", and sat out the scenarios after"
+		}
+		parts = append(parts, part)
+	}
+	return verdictLine{Topic: "skipped", Text: strings.Join(parts, "; ") + " (reported under each scenario; the comparisons above leave them out)"}, true
+}
