@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // An acquisition is one acquire call (Lock, RLock, TryLock, TryRLock, or a
@@ -47,6 +49,9 @@ type acquisition struct {
 	// reader, when set, is a PhaseFair read its Client's cohort waits for
 	// (see cohortReader): settled once the first attempt was answered.
 	reader *cohortReader
+	// reserve is how many fencing tokens a write granted to an attempt
+	// of it reserves (acquireRequest.reserve).
+	reserve int
 }
 
 // signalQueued closes queued, once, and settles reader: the first attempt
@@ -62,7 +67,13 @@ func (a *acquisition) signalQueued() {
 // attemptResult is one acquire attempt carried to a definite outcome.
 type attemptResult struct {
 	reply acquireReply
-	sent  time.Time // when the attempt was first sent: a grant's lease starts no earlier
+	// reserve is how many fencing tokens the grant reserved, its own
+	// included: what the attempt asked for, or, for a grant a release
+	// made on the owner's behalf, wire.TokenReserve. A grant that reserved
+	// more than the Client knows (an attempt that took up such a grant)
+	// only leaves tokens unused.
+	reserve int
+	sent    time.Time // when the attempt was first sent: a grant's lease starts no earlier
 	// cover, when set, is how long from sent the grant is held at least
 	// (a grant made on the owner's behalf); otherwise the lease asked for.
 	cover time.Duration
@@ -288,10 +299,11 @@ func (a *acquisition) grantedBy() (attemptResult, bool) {
 		return attemptResult{}, false
 	}
 	return attemptResult{
-		reply: acquireReply{granted: true, token: token},
-		sent:  a.refused,
-		cover: a.cfg.lease,
-		woken: by,
+		reply:   acquireReply{granted: true, token: token},
+		reserve: wire.TokenReserve,
+		sent:    a.refused,
+		cover:   a.cfg.lease,
+		woken:   by,
 	}, true
 }
 
@@ -321,6 +333,7 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 		notify:       a.cfg.notify,
 		further:      further,
 		wait:         wait,
+		reserve:      a.reserve,
 	}
 }
 
@@ -344,7 +357,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
 	o.sent = true
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
-	got := attemptResult{sent: time.Now()}
+	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
 	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
 	defer cancel()

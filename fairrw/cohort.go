@@ -373,11 +373,12 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	var l *Lease
 	var err error
 	if s := turn.successor; s != nil {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort}
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort,
+			reserve: wire.TokenReserve}
 		l, err = a.runQueued(ctx, turn.released)
 		*attempts += a.attempts
 	} else {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued}
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued, reserve: co.reserve()}
 		if waited {
 			// Granted at its first attempt, it still waited: for its
 			// cohort's hold to go back to Redis.
@@ -404,7 +405,9 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	} // else the run before it, granted away in Redis, has not ended here yet: its reference is this hold's now
 	co.queuing = false
 	co.state, co.lease = cohortHolding, l
-	co.next, co.top, co.passes, co.yielded = l.token+1, l.token+wire.TokenReserve-1, 0, 0
+	// The tokens its grant reserved (none above its own if it asked for
+	// none: no pass before the next grant in Redis).
+	co.next, co.top, co.passes, co.yielded = l.token+1, l.token+uint64(max(l.own.reserve, 1))-1, 0, 0
 	if !co.knowsWaiters() {
 		// The grant changed the queue: learn who waits behind it while
 		// the leader holds, before its Unlock asks; after runs that
@@ -420,6 +423,20 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 		co.ended(l) // it ended before it was the cohort's: the hook missed it
 	}
 	return l, nil
+}
+
+// reserve is how many fencing tokens the cohort's leader asks its grant to
+// reserve: all it may pass on when Locks of the cohort wait already, else
+// its own alone, so that an uncontended Lock takes no range from the
+// name's tokens (a range left unused runs the tokens ahead of the clock:
+// see wire.TokenReserve).
+func (co *cohort) reserve() int {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if len(co.waiters) > 0 {
+		return wire.TokenReserve
+	}
+	return 1
 }
 
 // advance gives the lead to the next waiter, or leaves the cohort idle.

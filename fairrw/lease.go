@@ -85,6 +85,9 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		l.deadline = got.sent.Add(got.cover)
 	}
 	o.leases = append(o.leases, l)
+	if mode == Write {
+		o.reserve = max(o.reserve, got.reserve) // a pass or a share reserves nothing
+	}
 	// What Redis keeps of the grant lasts its lease from now at most (a
 	// grant made on the owner's behalf, the queue lease).
 	m.c.held.holds(o, mode, l.granted.Add(max(cfg.lease, m.c.leaseTime)+leaseMargin))

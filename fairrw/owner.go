@@ -22,7 +22,12 @@ import (
 // hold, a release) sets the count to the holds still alive and the deadline
 // to the longest of them: releasing one hold never shortens another live
 // one, and a hold whose lease ran out stops counting at the owner's next
-// change. Its lock (lock, unlock) serializes those changes, so a release
+// change. A Lease ends with no change in Redis only when the owner's other
+// Leases cover what Redis keeps for it (a pass to the next Lease of its
+// cohort, which carries on its deadline; a shared read leaving Leases that
+// cover its deadline: see Lease.leaveShare): so Redis never keeps an
+// owner's hold longer than its Leases still alive (and the lease margin),
+// as a release that writes their state does. Its lock (lock, unlock) serializes those changes, so a release
 // never races a further hold of the same owner; the watchdog only ever
 // extends (see renew.go). The lock is taken within a ctx: a release going
 // on in the background (see Lease.Unlock) may hold it for a while.
@@ -58,6 +63,11 @@ type owner struct {
 	// and cleared by any other grant: its last release then tries
 	// fair_unlock_fast first.
 	fast bool
+	// reserve is how many fencing tokens the owner's write grant reserved,
+	// its own included (see attemptResult.reserve): its cohort passes the
+	// write on with the others, and its last release is the full one, which
+	// closes the range (fair_unlock.lua), when there are others.
+	reserve int
 	// passed is the highest fencing token its Client's cohort handed out
 	// passing the owner's write (cohort.go), 0 if none: its release in
 	// Redis raises the last token to it (fair_unlock's full script).

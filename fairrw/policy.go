@@ -73,6 +73,10 @@ type acquireRequest struct {
 	// and makes further its count of holds in mode; 0 is a first hold.
 	further int
 	tracked bool // arm client tracking on the lock key with this attempt
+	// reserve is how many fencing tokens a write this attempt is granted
+	// reserves, its own included (0 or 1: the token alone; see
+	// wire.TokenReserve): a cohort's leader asks for them.
+	reserve int
 	// syncReplicas > 0 sends WAIT syncReplicas syncTimeout behind the
 	// attempt, on its connection (WithSyncReplicas).
 	syncReplicas int64

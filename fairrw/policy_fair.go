@@ -81,7 +81,7 @@ func (p fairPolicy) call(k *lockKeys, mode Mode, owner string, stamp time.Time, 
 }
 
 func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	req := wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify}
+	req := wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify, Reserve: r.reserve}
 	req.Lease, req.Queue = r.lease, r.queue
 	keys, args := req.Render()
 	return runAcquire(ctx, rdb, fairAcquire, keys, args, r)
@@ -111,7 +111,7 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 
 // releaseFast sends an owner's last release of a hold the fast path
 // granted to lua/fair_unlock_fast.lua, which takes 3 keys and 3 values
-// where fair_unlock takes 10 and 16: what Redis spends on a script grows
+// where fair_unlock takes 11 and 18: what Redis spends on a script grows
 // with them. applied is false when it changed nothing (the hold is not the
 // fast path's alone any more: a waiter came, a renewal moved its expiry, a
 // further hold was taken, or it is gone): the caller sends fair_unlock then,

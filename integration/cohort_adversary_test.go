@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
@@ -440,25 +441,41 @@ func TestCohortAdvPassAfterRestart(t *testing.T) {
 
 // TestCohortAdvInspectToken: LockInfo.Token is the token Redis granted the
 // current write; after a pass the holder's Lease has one of the tokens
-// that grant reserved above it (docs/policies.md, Cohorts).
+// that grant reserved above it (docs/policies.md, Cohorts). A cohort's
+// leader reserves tokens when Locks of its cohort wait as it asks, so two
+// wait behind the first hold: the first of them is granted in Redis, with
+// a range, and passes the write to the second.
 func TestCohortAdvInspectToken(t *testing.T) {
 	r := redistest.Start(t)
 	c := newClient(t, r, transports[0])
 	name := "cadv:inspect"
 	ctx := testCtx(t)
 	m := c.RWMutex(name)
-	l1, err := m.Lock(ctx)
+	l0, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := advLock(ctx, m)
+	w1 := advLock(ctx, m)
 	queued()
+	w2 := advLock(ctx, m)
+	queued()
+	if err := l0.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := advRecv(t, w1, 5*time.Second, "the cohort's next leader")
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	l1 := first.l
 	if err := l1.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res := advRecv(t, w, 5*time.Second, "cohort waiter")
+	res := advRecv(t, w2, 5*time.Second, "cohort waiter")
 	if res.err != nil {
 		t.Fatal(res.err)
+	}
+	if hidden.WokenBy(res.l) != "cohort" || res.l.Owner() != l1.Owner() {
+		t.Fatalf("the second waiter was not passed the write (woken by %q, owner %s, the leader's %s)", hidden.WokenBy(res.l), res.l.Owner(), l1.Owner())
 	}
 	info, err := c.Inspect(ctx, name)
 	if err != nil {

@@ -304,7 +304,10 @@ local function dequeue(o)
 end
 
 -- grant gives the write to the queued writer h (entry deadline d) on its
--- behalf and tells it so. The grant lasts until d, as long as its entry
+-- behalf and tells it so. Its token reserves RESERVE tokens (common.lua):
+-- a queued writer may be a cohort's leader, whose Client passes the write
+-- on (its release closes the range). st.fence is F's value when the
+-- caller knows it (a release that just closed its range), else nil. The grant lasts until d, as long as its entry
 -- would have: a waiter that is gone blocks no one longer than its entry
 -- would have. A waiter that counts its lease from the grant (one that asked
 -- for a lease of its own, or for replicas) takes the grant up with an
@@ -313,7 +316,8 @@ end
 -- from then on; wgrant marks a grant not taken up yet. Returns h and
 -- the grant's fencing token.
 local function grant(h, d)
-  local token = mint(F, st.wtoken) -- common.lua
+  local token = mint(F, st.fence, RESERVE) -- common.lua
+  st.fence = nil
   local t = string.format('%.0f', token)
   dequeue(h)
   local deadline = d

@@ -21,8 +21,10 @@
 --          or this releases or gives up a read); "0" spares looking
 -- ARGV[17] the highest token passed: the highest fencing token the owner's
 --          Client handed out under the owner's write, in a cohort ("0": none; see
---          RESERVE in common.lua): F is raised to it, so that a read
---          returns the last write's token
+--          RESERVE in common.lua): the release that ends the write closes
+--          the range its grant reserved there (F falls to it, or to the
+--          write's own token), so that a read returns the last write's
+--          token and the next token follows it
 -- ARGV[18] the successor: an owner of the same Client (its cohort's next
 --          leader) queued as a writer with a lease of ARGV[5] before the
 --          hold is released, as its own refused attempt would have queued
@@ -45,7 +47,9 @@
 -- live one nor leaves a dead one counted. When the lock becomes free, the
 -- writer at the head of the queue is granted it here (see grant); when a
 -- write ends under phase-fair, every reader waiting at that moment is
--- admitted ahead of the next writer. Nothing of an idle lock is left.
+-- admitted ahead of the next writer. The write's token range closes with
+-- it: F never falls below a token handed out. Nothing of an idle lock is
+-- left.
 local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7]) -- common.lua
 if latched ~= nil then
   return {latched, '', 0}
@@ -55,17 +59,9 @@ load()
 settle()
 -- The successor queues first: if the lock is free after the release, or
 -- already was (the hold had run out), whoever is next gets it.
-local successor = ARGV[18] ~= '' and redis.call('exists', KEYS[11]) == 0
+local successor = (ARGV[18] or '') ~= '' and redis.call('exists', KEYS[11]) == 0
 if successor then
   enqueue(ARGV[18], ARGV[5]) -- fair_lib.lua
-end
-if ARGV[17] ~= '0' and st.writer == owner then
-  -- The tokens passed lie within the range the write's grant reserved:
-  -- F rises, and the next mint is above them anyway.
-  local passed = tonumber(ARGV[17])
-  if passed > (tonumber(redis.call('get', F)) or 0) then
-    redis.call('set', F, ARGV[17], 'px', keep(passed, now_us()))
-  end
 end
 local freed = successor
 if ARGV[10] == '1' then
@@ -100,6 +96,26 @@ if ARGV[2] == 'w' and writer then
 elseif ARGV[2] == 'r' and reads then
   result = nreads > 0 and 0 or 1
 end
+if writer and writes == 0 and st.wtoken then
+  -- The write ends: its token range closes at the highest token handed out
+  -- of it (mint, common.lua). F holds the top of the range while no one
+  -- minted since (nor raised it: fence_raise.lua); a grant that follows
+  -- mints from the closed value, else close_range writes it.
+  local wtoken = tonumber(st.wtoken)
+  if tonumber(redis.call('get', F)) == wtoken + RESERVE - 1 then
+    st.fence = math.max(wtoken, tonumber(ARGV[17]) or 0)
+  end
+end
+
+-- close_range writes the closed range's top to F, unless a grant minted
+-- from it.
+local function close_range()
+  if st.fence then
+    redis.call('set', F, string.format('%.0f', st.fence), 'px', keep(st.fence, now_us()))
+    st.fence = nil
+  end
+end
+
 if writer then
   if writes > 0 then
     local deadline = now + tonumber(ARGV[13])
@@ -110,6 +126,7 @@ if writer then
       redis.call(ARGV[8], C, 'r')
     end
     redis.call('del', S)
+    close_range()
     redis.call('set', KEYS[10], result, 'px', ARGV[9])
     return {result, '', 0}
   else
@@ -140,5 +157,6 @@ else
   end
   tidy()
 end
+close_range()
 redis.call('set', KEYS[10], result, 'px', ARGV[9])
 return {result, grantee or '', token or 0}

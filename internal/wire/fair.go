@@ -88,6 +88,10 @@ type FairAcquire struct {
 	// Notify asks, when refused without queueing, to be told when the way
 	// is clear (a quorum Lock's round).
 	Notify bool
+	// Reserve is how many tokens a write granted by this attempt reserves,
+	// its own included, up to TokenReserve (0 or 1: the token alone): a
+	// cohort's leader whose Client may pass the write on asks for them.
+	Reserve int
 }
 
 var (
@@ -96,6 +100,7 @@ var (
 		column[FairAcquire]{"queue up", func(r *FairAcquire) string { return flag(r.Wait) }},
 		column[FairAcquire]{"further hold", func(r *FairAcquire) string { return count(r.Further) }},
 		column[FairAcquire]{"tell this waiter", func(r *FairAcquire) string { return flag(r.Notify) }},
+		column[FairAcquire]{"tokens a write granted by this attempt reserves", func(r *FairAcquire) string { return count(max(r.Reserve, 1)) }},
 	)...)
 )
 

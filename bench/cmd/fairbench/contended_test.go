@@ -179,7 +179,7 @@ func TestContendedRedisServer(t *testing.T) {
 		}
 	}
 	if !regexp.MustCompile(`contended, one Client: fastest peer \S+ \d+ grants/s \(jain \d\.\d\d, max wait [\d.]+ms\); ` +
-		`\S+ \d\.\d\d× \(jain \d\.\d\d, max wait [\d.]+ms\)`).MatchString(strings.Join(strings.Fields(stdout), " ")) {
+		`\S+ \d+\.\d\d× \(jain \d\.\d\d, max wait [\d.]+ms\)`).MatchString(strings.Join(strings.Fields(stdout), " ")) {
 		t.Errorf("the one-Client verdict line is not the fastest peer then the policies:\n%s", stdout)
 	}
 

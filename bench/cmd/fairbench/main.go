@@ -344,6 +344,14 @@ func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender
 		return runQueueCost(ctx, r, s, ct, name, rep, opt)
 	case serverCost:
 		return runServerCost(ctx, r, s, ct, name, rep, opt)
+	case arrival:
+		start := time.Now()
+		o, err := runArrival(ctx, r, s, ct, name, opt.window)
+		if err != nil {
+			return result{}, err
+		}
+		return result{Scenario: s.name, Contender: ct.Name, Rep: rep, WindowS: opt.window.Seconds(),
+			ElapsedS: time.Since(start).Seconds(), Arrival: o}, nil
 	}
 	o, err := runLoop(ctx, r, s, ct, name, opt.window)
 	if err != nil {
@@ -361,6 +369,8 @@ func progressNote(res result) string {
 		return ""
 	case res.ServerCost != nil:
 		return res.ServerCost.progress()
+	case res.Arrival != nil:
+		return fmt.Sprintf(" (%d arrivals)", res.Arrival.Arrivals)
 	case res.Queue != nil:
 		var parts []string
 		for _, q := range res.Queue {

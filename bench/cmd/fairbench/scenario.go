@@ -20,6 +20,7 @@ const (
 	renewal                // one process holding many leases: the watchdog's cost
 	queueCost              // closed loops of one shape at several queue lengths: cost per grant by length
 	serverCost             // tight lock+unlock loops, uncontended and contended: the server's cost per cycle
+	arrival                // one client's stream of writes, another client's writer arriving: its wait, in ms and in holds
 )
 
 // class is one class of closed-loop workers on a scenario's lock: each
@@ -67,7 +68,7 @@ type scenario struct {
 	label string
 	// oneClient makes a handoff scenario's holder and waiter two handles
 	// of one client (a release's waiter in the same process), rather than
-	// of two.
+	// of two; a closed-loop scenario's classes share one client.
 	oneClient bool
 	// optional scenarios are left out of the default set, which is meant
 	// to take under two minutes; -scenarios or -full runs them.
@@ -87,6 +88,7 @@ const (
 	throughput        // the policies' grants/s
 	fairnessCost      // every contender's grants/s, Jain's index and waits against the fastest peer's
 	serverCosts       // Redis CPU and throughput per cycle against the bare script pairs
+	yieldBound        // what another Client's writer waits for behind a busy Client, in holds and ms
 )
 
 // exclusive reports whether the scenario asks only for write holds, so
@@ -116,7 +118,7 @@ func (s *scenario) runs(ct contender.Contender) bool {
 		return true
 	case renewal:
 		return ct.Renews
-	case handoff:
+	case handoff, arrival:
 		return true
 	}
 	return ct.Reads || s.exclusive()
@@ -248,6 +250,32 @@ var scenarios = []scenario{
 			{kind: fairness.Reader, workers: 4, clients: 2, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
 		},
 		role: starvation, exposes: fairness.Reader,
+		cohorts: true,
+	},
+	{
+		// The writer-stream above with every worker on one client, as a
+		// service's own goroutines: its cohort could pass the write among
+		// its writers while its readers wait.
+		name:      "writer-stream-1client",
+		about:     "2 writers (hold 20ms, no think) and 3 readers (hold 5ms, think 5-10ms) on one client: a stream of writes its readers wait behind",
+		oneClient: true,
+		classes: []class{
+			{kind: fairness.Writer, workers: 2, clients: 1, hold: 20 * time.Millisecond},
+			{kind: fairness.Reader, workers: 3, clients: 1, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
+		},
+		role: starvation, exposes: fairness.Reader,
+		cohorts: true,
+	},
+	{
+		name: "cohort-yield",
+		about: "4 writers on one client stream writes (hold 2ms, no think); a writer of another client asks every 20-30ms (hold 1ms): " +
+			"its wait, and the holds of the stream granted meanwhile",
+		kind: arrival,
+		classes: []class{
+			{kind: fairness.Writer, workers: 4, clients: 1, hold: 2 * time.Millisecond},
+			{kind: fairness.Writer, workers: 1, clients: 1, hold: time.Millisecond, thinkMin: 20 * time.Millisecond, thinkMax: 30 * time.Millisecond},
+		},
+		role:    yieldBound,
 		cohorts: true,
 	},
 	mixed(0.50),

@@ -76,6 +76,10 @@ func verdictOf(scs []scenario, bySc [][]result, cts []contender.Contender, bound
 			}
 		case serverCosts:
 			server = append(server, serverCostVerdict(bySc[i], ours)...)
+		case yieldBound:
+			if l, ok := arrivalVerdict(s, bySc[i]); ok {
+				costs = append(costs, l)
+			}
 		}
 	}
 	if l, ok := throughputVerdict(tput, tputResults, policy); ok {
@@ -216,7 +220,13 @@ func verdictText(lines []verdictLine) []string {
 	var out []string
 	indent := strings.Repeat(" ", verdictTopicWidth)
 	for _, l := range lines {
-		out = append(out, wrapText(fmt.Sprintf("%-*s", verdictTopicWidth, l.Topic), indent, l.Text, maxColumns)...)
+		first := fmt.Sprintf("%-*s", verdictTopicWidth, l.Topic)
+		if len(l.Topic) >= verdictTopicWidth {
+			// A long topic (a scenario's name) on its own line.
+			out = append(out, l.Topic)
+			first = indent
+		}
+		out = append(out, wrapText(first, indent, l.Text, maxColumns)...)
 	}
 	return out
 }
