@@ -89,8 +89,9 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		o.reserve = max(o.reserve, got.reserve) // a pass or a share reserves nothing
 	}
 	// What Redis keeps of the grant lasts its lease from now at most (a
-	// grant made on the owner's behalf, the queue lease).
-	m.c.held.holds(o, mode, l.granted.Add(max(cfg.lease, m.c.leaseTime)+leaseMargin))
+	// watchdog grant made on the owner's behalf: its queue entry's, as
+	// long).
+	m.c.held.holds(o, mode, l.granted.Add(cfg.lease+leaseMargin))
 	if l.share != nil {
 		m.c.shares.hold(l.share) // before anything can end it (finish)
 	}

@@ -270,3 +270,75 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestCohortRunLengths: how long a cohort's runs get (holds under one
+// owner in a row, passes after one grant in Redis) with 4 goroutines of
+// one Client streaming writes and nobody else on the name. With client
+// tracking the Client knows nobody waits, and a run goes on for the tokens
+// its grant reserved (up to 64 holds). Without it (a connection that does
+// not track) it never knows: a WriterPreferring run passes at most
+// cohortYield times, a PhaseFair one none (a reader may always be
+// waiting).
+func TestCohortRunLengths(t *testing.T) {
+	for _, tr := range []transport{transports[0], transports[1]} {
+		for _, p := range cohortPolicies {
+			t.Run(tr.name+"/"+p.String(), func(t *testing.T) {
+				r := redistest.Start(t)
+				ctx := testCtx(t)
+				c := newClient(t, r, tr, fairrw.WithPolicy(p))
+				m := c.RWMutex("run-lengths")
+				var (
+					mu      sync.Mutex
+					owners  []string
+					wg      sync.WaitGroup
+					failed  = make(chan error, 4)
+					stopped = time.Now().Add(500 * time.Millisecond)
+				)
+				for range 4 {
+					wg.Go(func() {
+						for time.Now().Before(stopped) {
+							l, err := m.Lock(ctx)
+							if err != nil {
+								failed <- err
+								return
+							}
+							mu.Lock()
+							owners = append(owners, l.Owner())
+							mu.Unlock()
+							time.Sleep(50 * time.Microsecond)
+							if err := l.Unlock(ctx); err != nil {
+								failed <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(failed)
+				for err := range failed {
+					t.Fatal(err)
+				}
+				longest, run := 0, 0
+				for i := range owners {
+					if i > 0 && owners[i] == owners[i-1] {
+						run++
+					} else {
+						run = 1
+					}
+					longest = max(longest, run)
+				}
+				t.Logf("%d holds, longest run %d", len(owners), longest)
+				switch {
+				case tr.name == transports[0].name && longest <= yieldCohortYield+1:
+					t.Errorf("longest run %d with client tracking and nobody else waiting: the runs yielded for nobody", longest)
+				case tr.name == transports[0].name && longest > 64:
+					t.Errorf("longest run %d: more holds than one grant's tokens", longest)
+				case tr.name != transports[0].name && p.String() == fairrw.PhaseFair().String() && longest > 1:
+					t.Errorf("longest run %d without client tracking under PhaseFair: passed while a reader may wait", longest)
+				case tr.name != transports[0].name && longest > yieldCohortYield+1:
+					t.Errorf("longest run %d without client tracking: more than %d passes after a grant", longest, yieldCohortYield)
+				}
+			})
+		}
+	}
+}
