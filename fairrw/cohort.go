@@ -18,7 +18,9 @@ import (
 // Unlock and another of them waits, the Client passes the hold to it
 // without a Redis call: the hold stays the leader's owner's in Redis, which
 // keeps renewing it, and the new Lease gets the next fencing token of the
-// range Redis reserved with the grant (wire.TokenReserve).
+// range Redis reserved with the grant (wire.TokenReserve: a leader asks for
+// it when Locks of its cohort wait as it asks, and a grant a release makes
+// on a queued writer's behalf always has it).
 //
 // A run of passes keeps each policy's promise to everyone outside the
 // cohort. It yields as soon as the Client knows, or cannot rule out, that
@@ -32,10 +34,11 @@ import (
 // at their next change, or the connection's loss does; until it has read
 // them again, someone may be waiting. A run that nobody else waits for goes
 // on for the tokens its grant reserved (cohortPasses). When the run ends
-// and another Lock of the cohort waits, that one first queues in Redis as
-// the cohort's new leader, then the hold is released there, which grants it
-// to the writer queued first (or, under PhaseFair, lets the readers waiting
-// in first): Redis sees a writer waiting throughout.
+// and another Lock of the cohort waits, that one becomes the cohort's new
+// leader, queued in Redis before the hold is released there (by the
+// release itself, or its own first attempt: see prequeue), and the release
+// grants the write to the writer queued first (or, under PhaseFair, lets
+// the readers waiting in first): Redis sees a writer waiting throughout.
 //
 // Only plain Locks join: a watchdog lease, a fair policy, no replica
 // acknowledgement asked for. Everything else, and every read, goes to Redis
