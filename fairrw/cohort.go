@@ -604,17 +604,17 @@ func (l *Lease) passInline() bool {
 	}
 	defer o.unlock()
 	now := time.Now()
-	return l.cohort.pass(nil, time.Time{}, l, o.alive(l, now), now)
+	return l.cohort.pass(context.Background(), time.Time{}, false, l, o.alive(l, now), now)
 }
 
 // pass hands the hold of l, being unlocked, to the next waiter, if one
 // waits and the run may go on (mayPass); it reports whether it did, l's
 // release then being done. others is what l's owner holds besides l: a
 // hold with others (a further hold, a downgrade) is released in Redis.
-// With ctx (nil: none), a pass that needs a read of who waits in Redis
-// waits for it within ctx and deadline; without, it is not made. Call it
-// with l's owner's lock held.
-func (co *cohort) pass(ctx context.Context, deadline time.Time, l *Lease, others ownerState, now time.Time) bool {
+// With wait, a pass that needs a read of who waits in Redis waits for it
+// within ctx and deadline; without, it is not made. Call it with l's
+// owner's lock held.
+func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Lease, others ownerState, now time.Time) bool {
 	if l.mode != Write || others.writes != 0 || len(others.reads) != 0 {
 		return false
 	}
@@ -637,7 +637,7 @@ func (co *cohort) pass(ctx context.Context, deadline time.Time, l *Lease, others
 		co.mu.Unlock()
 		// One read at most: a read that failed leaves the run as unsure as
 		// it was, and the write goes back to Redis.
-		if v == passEnd || read || reading == nil || ctx == nil || !awaitRead(ctx, deadline, reading) {
+		if v == passEnd || read || reading == nil || !wait || !awaitRead(ctx, deadline, reading) {
 			return false
 		}
 		co.mu.Lock()

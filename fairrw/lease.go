@@ -338,7 +338,7 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	}
 	var next *cohortSuccessor
 	if l.cohort != nil {
-		if l.cohort.pass(ctx, deadline, l, st, now) {
+		if l.cohort.pass(ctx, deadline, true, l, st, now) {
 			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
 		}
 		// This Client's PhaseFair reads waiting meanwhile enter first.
