@@ -9,7 +9,11 @@
 // watchdog's cost per renewal round. Its contended scenarios (8 writers
 // on one name, on 1, 2 or 4 clients) also put every contender's grants/s
 // beside the fastest peer's, with Jain's index and the waits on the same
-// row: what barging buys the peers. Its server-cost scenario measures what
+// row: what barging buys the peers. Its cohort-yield scenario measures what
+// a writer of another client waits for behind one client's stream of
+// writes, in ms and in holds of the stream; where cohorts change who is
+// granted next, the fair policies also run with fairrw.WithCohorts(false).
+// Its server-cost scenario measures what
 // a lock+unlock costs the server: Redis main-thread CPU, commands and
 // scripts per uncontended cycle (writes, and reads for the policies) and
 // per contended grant, and uncontended cycles/s, for every contender and
