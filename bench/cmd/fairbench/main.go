@@ -13,10 +13,10 @@
 // a writer of another client waits for behind one client's stream of
 // writes, in ms and in holds of the stream; where cohorts change who is
 // granted next, the fair policies also run with fairrw.WithCohorts(false).
-// Its server-cost scenario measures what
-// a lock+unlock costs the server: Redis main-thread CPU, commands and
-// scripts per uncontended cycle (writes, and reads for the policies) and
-// per contended grant, and uncontended cycles/s, for every contender and
+// Its server-cost scenario measures what a lock+unlock costs the server:
+// Redis main-thread CPU, commands and scripts per uncontended cycle
+// (writes, and reads for the policies) and per contended grant, and
+// uncontended cycles/s, for every contender and
 // fairrw's Mutex, next to two bare script pairs measured in the same run
 // (HGET/HSET/PEXPIRE then HEXISTS/DEL/PUBLISH, and SET then DEL), with
 // fairbench's own CPU per cycle beside them. It ends with a verdict
