@@ -477,10 +477,13 @@ func (l *Lease) wokenBy() string {
 
 // Token returns the lease's fencing token. A write grant's token is strictly
 // greater than every token granted before for this lock name; a further write
-// hold keeps its owner's. A read returns the last write token still known, or
-// 0. Have the guarded storage refuse a token lower than the highest it has
-// seen: a holder that lost its lease unaware is then refused there. Tokens
-// rely on Redis's clock (docs/reliability.md). A quorum lease's token is the
+// hold keeps its owner's. A read returns the last write token still known (or,
+// after a write of a cohort that ended without its release, the top of the
+// tokens its grant reserved), or 0. Have the guarded storage refuse a token
+// lower than the highest it has seen, on a read as on a write when it is
+// read, modified and written back (ExampleLease_Token_readModifyWrite): a
+// holder that lost its lease unaware is then refused there. Tokens rely on
+// Redis's clock, and follow it (docs/reliability.md). A quorum lease's token is the
 // highest of the granting nodes': any later majority shares a node with this
 // one, so later write grants get greater tokens.
 func (l *Lease) Token() uint64 {
