@@ -411,11 +411,13 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	// The tokens its grant reserved (none above its own if it asked for
 	// none: no pass before the next grant in Redis).
 	co.next, co.top, co.passes, co.yielded = l.token+1, l.token+uint64(max(l.own.reserve, 1))-1, 0, 0
-	if !co.knowsWaiters() {
+	if co.next <= co.top && len(co.waiters) > 0 && !co.knowsWaiters() {
 		// The grant changed the queue: learn who waits behind it while
-		// the leader holds, before its Unlock asks; after runs that
-		// someone outside waited for, only every othersRecheck grants
-		// (the runs end at cohortYield passes anyway).
+		// the leader holds, before its Unlock asks whether to pass; after
+		// runs that someone outside waited for, only every othersRecheck
+		// grants (the runs end at cohortYield passes anyway). A leader
+		// with no tokens to pass, or none to pass to, asks nothing: an
+		// uncontended Lock costs no read.
 		if co.blindRuns++; !co.others || co.blindRuns >= othersRecheck {
 			co.blindRuns = 0
 			co.refresh(m)
@@ -761,7 +763,9 @@ func (co *cohort) refresh(m *RWMutex) {
 	done := make(chan struct{})
 	// The gens before the read: an invalidation during it makes it stale.
 	wgen, rgen := co.writersQueued.gen.Load(), co.readersWaiting.gen.Load()
-	started := c.background.run(func(ctx context.Context) {
+	// Run by the Client's tasks, not as background work: Shutdown need
+	// not wait for a read that only tells a run whether to go on.
+	started := c.background.start(taskFunc(func(ctx context.Context) {
 		writers, readers, err := m.waitersIn(ctx, co.waiting != "")
 		co.mu.Lock()
 		if err == nil {
@@ -771,7 +775,7 @@ func (co *cohort) refresh(m *RWMutex) {
 		co.reading = nil
 		close(done)
 		co.mu.Unlock()
-	})
+	}), false)
 	if started {
 		co.reading = done
 	}
