@@ -31,7 +31,7 @@
 //	    [-out fairbench-out] [-json results.json]
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
-// The default set takes under two minutes on two CPUs: every
+// The default set takes about two minutes on two CPUs: every
 // scenario but queue-cost once, with a 1s window (the first go run also
 // compiles, for about a minute more). -full runs every scenario,
 // queue-cost included, with 5s windows three times and reports medians

@@ -71,7 +71,7 @@ type scenario struct {
 	// of two; a closed-loop scenario's classes share one client.
 	oneClient bool
 	// optional scenarios are left out of the default set, which is meant
-	// to take under two minutes; -scenarios or -full runs them.
+	// to take about two minutes; -scenarios or -full runs them.
 	optional bool
 	// cohorts marks the scenarios where fairrw's cohorts and shared reads
 	// change who is granted next: the fair policies with cohorts off
