@@ -895,10 +895,13 @@ func TestCohortAdvMixedCalls(t *testing.T) {
 
 // TestCohortAdvPhaseFairReaders: PhaseFair promises (docs/policies.md)
 // that a reader waits at most one write phase: "when a write ends, every
-// reader waiting then enters before the next writer"; under cohorts a write
-// phase is one Client's run of at most 16 holds. A reader of another
-// Client arrives while a cohort keeps the write busy; count the cohort's
-// write holds it waits for.
+// reader waiting then enters before the next writer"; a cohort's run ends
+// once the reader is known to wait. A reader of another Client arrives
+// while a cohort keeps the write busy; count the cohort's write holds it
+// waits for, from its call: the loose bound of the first cohorts (a run of
+// 16 holds and one raced), which holds under any load;
+// TestCohortPhaseFairReaderEndsRun checks the tight one, from the moment
+// Redis shows the reader waiting.
 func TestCohortAdvPhaseFairReaders(t *testing.T) {
 	r := redistest.Start(t)
 	p := fairrw.PhaseFair()
@@ -938,10 +941,9 @@ func TestCohortAdvPhaseFairReaders(t *testing.T) {
 	cancel()
 	wg.Wait()
 	t.Logf("the reader waited for at most %d write holds", worst)
-	// One write phase is a cohort's run, at most 16 holds, and the one it
-	// may have raced.
+	// At most the loose bound: 16 holds, and the one it may have raced.
 	if worst > 17 {
-		t.Errorf("a PhaseFair reader waited for %d write holds of one Client's cohort; docs/policies.md: readers wait at most one write phase, a run of at most 16 holds", worst)
+		t.Errorf("a PhaseFair reader waited for %d write holds of one Client's cohort, more than even the first cohorts' bound (17)", worst)
 	}
 	noKeysLeft(t, r, name)
 }
