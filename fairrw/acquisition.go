@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // An acquisition is one acquire call (Lock, RLock, TryLock, TryRLock, or a
@@ -45,20 +47,34 @@ type acquisition struct {
 	// firstWoken is what a grant at the first attempt reports as having
 	// ended its wait (a cohort's next leader waited in its cohort).
 	firstWoken wakeSource
+	// reader, when set, is a PhaseFair read its Client's cohort waits for
+	// (see cohortReader): settled once the first attempt was answered.
+	reader *cohortReader
+	// reserve is how many fencing tokens a write granted to an attempt
+	// of it reserves (acquireRequest.reserve).
+	reserve int
 }
 
-// signalQueued closes queued, once.
+// signalQueued closes queued, once, and settles reader: the first attempt
+// was answered (or failed).
 func (a *acquisition) signalQueued() {
 	if a.queued != nil {
 		close(a.queued)
 		a.queued = nil
 	}
+	a.reader.settle()
 }
 
 // attemptResult is one acquire attempt carried to a definite outcome.
 type attemptResult struct {
 	reply acquireReply
-	sent  time.Time // when the attempt was first sent: a grant's lease starts no earlier
+	// reserve is how many fencing tokens the grant reserved, its own
+	// included: what the attempt asked for, or, for a grant a release
+	// made on the owner's behalf, wire.TokenReserve. A grant that reserved
+	// more than the Client knows (an attempt that took up such a grant)
+	// only leaves tokens unused.
+	reserve int
+	sent    time.Time // when the attempt was first sent: a grant's lease starts no earlier
 	// cover, when set, is how long from sent the grant is held at least
 	// (a grant made on the owner's behalf); otherwise the lease asked for.
 	cover time.Duration
@@ -98,10 +114,16 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	if co := m.cohortFor(mode, wait, cfg); co != nil {
 		return m.lockInCohort(ctx, co, cfg, stats)
 	}
-	if m.sharesReads(mode, cfg) {
-		return m.acquireShared(ctx, cfg, wait, stats)
+	var rd *cohortReader
+	if mode == Read {
+		// A PhaseFair read waits through no run of its Client's cohort.
+		rd = m.readerEnters(wait)
+		defer rd.leave()
 	}
-	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner()}
+	if m.sharesReads(mode, cfg) {
+		return m.acquireShared(ctx, cfg, wait, stats, rd)
+	}
+	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the
 	// acquisition, it would move the caller's trace to the heap.
@@ -123,6 +145,32 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		}
 	}()
 	got, err := a.first(ctx, joined)
+	return a.outcome(ctx, got, err)
+}
+
+// runQueued carries to its outcome an acquisition whose owner a release
+// queued in Redis already (a cohort's successor: see cohort.prequeue), and
+// whose waiter listened before that release was sent: it waits for its
+// grant as after a refused first attempt. When that release failed (it
+// may or may not have queued the owner), it starts with an attempt, as the
+// same owner: one finds its entry, or its grant, and takes it up.
+func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, error) {
+	defer a.m.c.waits.leave(a.w)
+	var got attemptResult
+	var err error
+	if released == nil {
+		got, err = a.waitFor(ctx, a.m.c.leaseTime, true)
+	} else {
+		a.o.sent = true // a copy of that release may still queue it
+		got, err = a.first(ctx, true)
+	}
+	return a.outcome(ctx, got, err)
+}
+
+// outcome turns the end of the acquisition's wait into its outcome: a
+// Lease, or an error after which nothing of its owner stays held.
+func (a *acquisition) outcome(ctx context.Context, got attemptResult, err error) (*Lease, error) {
+	m := a.m
 	if err != nil {
 		if a.o.unsure || a.o.queued || errors.Is(err, errOutlasted) || errors.Is(err, ErrNotReplicated) {
 			a.giveBack()
@@ -254,10 +302,11 @@ func (a *acquisition) grantedBy() (attemptResult, bool) {
 		return attemptResult{}, false
 	}
 	return attemptResult{
-		reply: acquireReply{granted: true, token: token},
-		sent:  a.refused,
-		cover: a.cfg.lease,
-		woken: by,
+		reply:   acquireReply{granted: true, token: token},
+		reserve: wire.TokenReserve,
+		sent:    a.refused,
+		cover:   a.cfg.lease,
+		woken:   by,
 	}, true
 }
 
@@ -287,6 +336,7 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 		notify:       a.cfg.notify,
 		further:      further,
 		wait:         wait,
+		reserve:      a.reserve,
 	}
 }
 
@@ -308,8 +358,9 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	ac := &attemptCall{m: m, req: a.request(further, wait)}
 	req := &ac.req
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
+	o.sent = true
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
-	got := attemptResult{sent: time.Now()}
+	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
 	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
 	defer cancel()

@@ -42,6 +42,9 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	rc := m.newRelease(o, mode, ownerState{}, true) // one request, however many tries
 	try := func(ctx context.Context) bool {
 		_, err := m.send(ctx, time.Time{}, rc, false)
+		if err == nil {
+			m.c.held.released(o)
+		}
 		return err == nil || definite(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)

@@ -86,6 +86,8 @@ type Client struct {
 	// on and invalidations reaching shares.
 	sharing bool
 	shares  readShares
+	// held are the owners that may hold something in Redis (owner.go).
+	held heldOwners
 }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and
@@ -166,10 +168,12 @@ func New(opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// onInvalidations is the rueidis client-tracking hook: the waiters and the
-// shared read holds learn of the keys that changed (nil: any key may have).
+// onInvalidations is the rueidis client-tracking hook: the waiters, the
+// shared read holds and the cohorts learn of the keys that changed (nil:
+// any key may have).
 func (c *Client) onInvalidations(messages []rueidis.RedisMessage) {
 	c.shares.invalidated(messages)
+	c.cohorts.invalidated(messages)
 	c.waits.onInvalidations(messages)
 }
 

@@ -3,7 +3,10 @@ package fairrw
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/wire"
 )
@@ -15,13 +18,27 @@ import (
 // Unlock and another of them waits, the Client passes the hold to it
 // without a Redis call: the hold stays the leader's owner's in Redis, which
 // keeps renewing it, and the new Lease gets the next fencing token of the
-// range Redis reserved with the grant (wire.TokenReserve). At most
-// cohortPasses passes follow one Redis grant; then the next local waiter
-// queues in Redis as the cohort's new leader, and the hold is released
-// there, which grants it to the writer queued first (another Client's, if
-// one queued before the leader). So a writer of another Client waits for at
-// most cohortPasses+1 holds of each Client queued before it, instead of
-// one, and Redis sees a writer waiting throughout.
+// range Redis reserved with the grant (wire.TokenReserve: a leader asks for
+// it when Locks of its cohort wait as it asks, and a grant a release makes
+// on a queued writer's behalf always has it).
+//
+// A run of passes keeps each policy's promise to everyone outside the
+// cohort. It yields as soon as the Client knows, or cannot rule out, that
+// someone the policy serves next waits: under PhaseFair a waiting reader
+// (of this Client: counted as its RLock begins; of another: in the lock's
+// waiting readers in Redis) ends it at once, and a writer outside the
+// cohort (another Client's, or one of this Client's that queues in Redis
+// on its own) is passed at most cohortYield more holds. The Client knows
+// who waits in Redis by client tracking: it reads the lock's writer queue
+// (and PhaseFair's waiting readers) once, and Redis pushes an invalidation
+// at their next change, or the connection's loss does; until it has read
+// them again, someone may be waiting. A run that nobody else waits for goes
+// on for the tokens its grant reserved (cohortPasses). When the run ends
+// and another Lock of the cohort waits, that one becomes the cohort's new
+// leader, queued in Redis before the hold is released there (by the
+// release itself, or its own first attempt: see prequeue), and the release
+// grants the write to the writer queued first (or, under PhaseFair, lets
+// the readers waiting in first): Redis sees a writer waiting throughout.
 //
 // Only plain Locks join: a watchdog lease, a fair policy, no replica
 // acknowledgement asked for. Everything else, and every read, goes to Redis
@@ -29,19 +46,63 @@ import (
 type cohort struct {
 	reg  *cohorts
 	name string
+	// queue and waiting are the lock's writer queue and, under PhaseFair,
+	// its waiting readers ("" otherwise): the keys the cohort tracks.
+	queue, waiting string
 
 	mu    sync.Mutex
 	state cohortState
-	refs  int    // Lock calls in the cohort, and one for a hold; under reg.mu
+	refs  int    // Lock calls in the cohort, PhaseFair reads under way, and one for a hold; under reg.mu
 	lease *Lease // cohortHolding: the hold's current Lease (nil while a pass is made)
 	// next and top are the tokens left to hand out (holding); passes counts
-	// the passes since the Redis grant.
-	next, top uint64
-	passes    int
-	waiters   []*cohortWaiter
+	// the passes since the Redis grant, and yielded those made since
+	// someone outside the cohort may have been waiting.
+	next, top       uint64
+	passes, yielded int
+	waiters         []*cohortWaiter
 	// queuing: the hold's run is over and its next leader, chosen already,
 	// queues in Redis before the hold is released there (see prequeue).
 	queuing bool
+
+	// readers counts the PhaseFair RLock calls of this Client under way on
+	// the name, and unsettled those of them whose first attempt has not
+	// been answered yet (cohortReader); settledBell rings when one is.
+	readers, unsettled atomic.Int32
+	settledBell        chan struct{}
+	// What the Client knows of who waits in Redis: the writers queued and
+	// (PhaseFair) the readers waiting, as last read, each current until its
+	// key's next invalidation; reading is closed when the read under way
+	// ends (nil: none). others is the last thing known, kept across runs:
+	// someone outside the cohort waited.
+	writersQueued, readersWaiting tracked
+	reading                       chan struct{}
+	others                        bool
+	blindRuns                     int // Redis grants since the last read, while others
+	// listening keeps the name's subscription while the cohort lives,
+	// once a run ended with a Lock of it waiting (see prequeue).
+	listening *waitGroup
+}
+
+// tracked is a count read from Redis with client tracking on its key.
+type tracked struct {
+	gen  atomic.Uint64 // the key's invalidations
+	seen *countSeen    // the last read, current while its gen is gen; under the cohort's mu
+}
+
+// countSeen is one read of a tracked count, made after gen invalidations.
+type countSeen struct {
+	gen uint64
+	n   int64
+}
+
+// get returns the count last read, and whether it is current: no
+// invalidation of its key came since. Call it with the cohort's mu held.
+func (t *tracked) get() (int64, bool) {
+	s := t.seen
+	if s == nil || s.gen != t.gen.Load() {
+		return 0, false
+	}
+	return s.n, true
 }
 
 type cohortState uint8
@@ -52,12 +113,23 @@ const (
 	cohortHolding             // a Lease of the cohort holds the write
 )
 
-// cohortPasses is how many passes follow one Redis grant at most: a
-// bound on what another Client's writer waits for, and below the tokens
-// each grant reserves.
-const cohortPasses = 15
+// cohortPasses is how many passes follow one Redis grant at most: the
+// tokens it reserved above its own. Only a run that nobody else waits for
+// gets that far.
+const cohortPasses = wire.TokenReserve - 1
 
-var _ = [wire.TokenReserve - 1 - cohortPasses]struct{}{} // cohortPasses < wire.TokenReserve
+// cohortYield is how many more holds a run passes on once someone outside
+// the cohort may be waiting for the write (known to, or not known not to):
+// a bound on the holds of this Client that a writer of another Client waits
+// for once its Client has heard of it, and the one that makes a busy lock
+// fast across Clients (a Redis handoff serves cohortYield+1 holds).
+const cohortYield = 2
+
+var _ = [wire.TokenReserve - 1 - cohortYield]struct{}{} // cohortYield < wire.TokenReserve
+
+// othersRecheck is how often (in Redis grants) a cohort whose runs someone
+// outside kept short reads again who waits: whether its runs may grow.
+const othersRecheck = 4
 
 // minPassLeft is the least time, in leases, a hold must have left to be
 // passed: a hold whose renewals are late goes back to Redis instead.
@@ -70,43 +142,180 @@ type cohortWaiter struct {
 	turn chan cohortTurn // buffered: the turn is given without blocking
 }
 
-// A cohortTurn is a Lease passed to a waiter, or (lease nil) the lead;
-// queued, when set, is closed once the new leader's first attempt has
-// reached Redis (see prequeue).
+// A cohortTurn is a Lease passed to a waiter, or (lease nil) the lead:
+// with successor, as the owner the last hold's release queued in Redis
+// (released is that release's error); with queued, closed once the new
+// leader's first attempt has reached Redis (see prequeue).
 type cohortTurn struct {
-	lease  *Lease
-	queued chan struct{}
+	lease     *Lease
+	successor *cohortSuccessor
+	released  error
+	queued    chan struct{}
 }
 
-// cohorts are a Client's cohorts, by lock name.
+// A cohortSuccessor is a cohort's next leader as the release of the run's
+// hold queues it in Redis (see prequeue): its owner, and its place among
+// the Client's waiters, which it listens from, made before the release
+// was sent.
+type cohortSuccessor struct {
+	w      *cohortWaiter
+	o      *owner
+	waiter *waiter
+	sent   time.Time // before the release was first sent
+}
+
+// cohorts are a Client's cohorts, by lock name, and by the keys they track.
 type cohorts struct {
-	mu sync.Mutex
-	m  map[string]*cohort
+	mu    sync.Mutex
+	m     map[string]*cohort
+	byKey map[string]*cohort
+	// blind is set when Redis refused the tracked read of a lock's waiters
+	// (an ACL without ZCARD or CLIENT CACHING): cohorts never know who
+	// waits then, and pass at most cohortYield times per grant.
+	blind atomic.Bool
 }
 
-// join returns name's cohort, counting the caller in until it calls done.
-func (r *cohorts) join(name string) *cohort {
+// join returns the cohort of the lock k (under PhaseFair if pf), counting
+// the caller in until it calls done.
+func (r *cohorts) join(k *lockKeys, pf bool) *cohort {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	co := r.m[name]
+	co := r.m[k.name]
 	if co == nil {
 		if r.m == nil {
 			r.m = make(map[string]*cohort)
+			r.byKey = make(map[string]*cohort)
 		}
-		co = &cohort{reg: r, name: name}
-		r.m[name] = co
+		co = &cohort{reg: r, name: k.name, queue: k.fair.Queue, settledBell: make(chan struct{}, 1)}
+		if pf {
+			co.waiting = k.fair.Waiting
+			r.byKey[co.waiting] = co
+		}
+		r.m[k.name] = co
+		r.byKey[co.queue] = co
 	}
 	co.refs++
 	return co
 }
 
-// done counts a Lock call (or a hold) out; the last one forgets the cohort.
+// done counts a Lock call (or a hold, or a read) out; the last one forgets
+// the cohort.
 func (r *cohorts) done(co *cohort) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	co.refs--
-	if co.refs == 0 {
+	last := co.refs == 0
+	if last {
 		delete(r.m, co.name)
+		delete(r.byKey, co.queue)
+		if co.waiting != "" {
+			delete(r.byKey, co.waiting)
+		}
+	}
+	r.mu.Unlock()
+	if last {
+		co.mu.Lock()
+		g := co.listening
+		co.listening = nil
+		co.mu.Unlock()
+		if g != nil {
+			g.registry.unlisten(g)
+		}
+	}
+}
+
+// invalidated runs on client tracking's invalidations: a tracked key that
+// changed may now have a waiter. nil: any key may have changed (a
+// connection closed).
+func (r *cohorts) invalidated(messages []rueidis.RedisMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if messages == nil {
+		for _, co := range r.m {
+			co.writersQueued.gen.Add(1)
+			co.readersWaiting.gen.Add(1)
+		}
+		return
+	}
+	for _, msg := range messages {
+		key, err := msg.ToString()
+		if err != nil {
+			continue
+		}
+		switch co := r.byKey[key]; {
+		case co == nil:
+		case key == co.queue:
+			co.writersQueued.gen.Add(1)
+		default:
+			co.readersWaiting.gen.Add(1)
+		}
+	}
+}
+
+// A cohortReader is a PhaseFair RLock of this Client under way on the
+// cohort's name (readerEnters): any of them ends a run at its next Unlock.
+// Until it is settled (its first attempt answered: it waits among the
+// lock's readers in Redis, or entered), the run's release waits for it
+// (awaitReaders), so that the release lets it in ahead of the cohort's
+// next leader, as PhaseFair says.
+type cohortReader struct {
+	co      *cohort
+	settled atomic.Bool
+}
+
+// readerEnters counts a PhaseFair RLock of this Client in, for as long as
+// it is under way (until leave). It returns nil (whose methods do nothing)
+// when cohorts are off, for a TryRLock, or under another policy.
+func (m *RWMutex) readerEnters(wait bool) *cohortReader {
+	if !wait || !m.c.cohorting || !m.policy.queued() || m.policy.name() != phaseFairName {
+		return nil
+	}
+	co := m.c.cohorts.join(&m.keys, true)
+	co.readers.Add(1)
+	co.unsettled.Add(1)
+	return &cohortReader{co: co}
+}
+
+// settle records that the read's first attempt was answered, or that its
+// Client's read leader's stands for it.
+func (rd *cohortReader) settle() {
+	if rd == nil || !rd.settled.CompareAndSwap(false, true) {
+		return
+	}
+	rd.co.unsettled.Add(-1)
+	select {
+	case rd.co.settledBell <- struct{}{}:
+	default:
+	}
+}
+
+// leave counts the read out, once it returned.
+func (rd *cohortReader) leave() {
+	if rd == nil {
+		return
+	}
+	rd.settle()
+	rd.co.readers.Add(-1)
+	rd.co.reg.done(rd.co)
+}
+
+// awaitReaders waits, within ctx and deadline, until every PhaseFair read
+// of this Client under way on the name has had its first attempt answered
+// (see cohortReader), so that the release about to be sent admits it.
+func (co *cohort) awaitReaders(ctx context.Context, deadline time.Time) {
+	if co.unsettled.Load() == 0 {
+		return
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	for co.unsettled.Load() > 0 {
+		select {
+		case <-co.settledBell:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -117,7 +326,7 @@ func (m *RWMutex) cohortFor(mode Mode, wait bool, cfg acquireConfig) *cohort {
 	if !c.cohorting || mode != Write || !wait || !m.policy.queued() || cfg.explicit || cfg.notify || cfg.unreachableFails || c.syncReplicas > 0 {
 		return nil
 	}
-	return c.cohorts.join(m.keys.name)
+	return c.cohorts.join(&m.keys, m.policy.name() == phaseFairName)
 }
 
 // lockInCohort is Lock in co: it leads, or waits for its turn.
@@ -127,7 +336,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 	if co.state == cohortIdle {
 		co.state = cohortLeading
 		co.mu.Unlock()
-		return m.leadQueued(ctx, co, cfg, attempts, false, nil)
+		return m.leadQueued(ctx, co, cfg, attempts, false, cohortTurn{})
 	}
 	w := &cohortWaiter{ctx: ctx, cfg: cfg, turn: make(chan cohortTurn, 1)}
 	co.waiters = append(co.waiters, w)
@@ -142,7 +351,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 		if turn.lease != nil {
 			return turn.lease, nil
 		}
-		return m.leadQueued(ctx, co, cfg, attempts, true, turn.queued)
+		return m.leadQueued(ctx, co, cfg, attempts, true, turn)
 	case <-ctx.Done():
 		err = m.waitError(ctx.Err())
 	case <-m.c.closing:
@@ -158,20 +367,31 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 }
 
 // leadQueued acquires in Redis for the cohort, and makes the Lease it gets
-// the cohort's hold. queued, when set, is closed once its first attempt
-// has reached Redis (or failed): the hold of the run before it waits for
-// that before it is released there (prequeue).
-func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats, waited bool, queued chan struct{}) (*Lease, error) {
+// the cohort's hold. Given the lead by turn, it either waits as the
+// successor the last hold's release queued (turn.successor), or acquires
+// as a new owner; then turn.queued, when set, is closed once its first
+// attempt has reached Redis (or failed): the hold of the run before it
+// waits for that before it is released there (prequeue).
+func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats, waited bool, turn cohortTurn) (*Lease, error) {
 	cfg.cohort = co
-	a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: queued}
-	if waited {
-		// Granted at its first attempt, it still waited: for its cohort's
-		// hold to go back to Redis.
-		a.firstWoken = wakeCohort
+	var l *Lease
+	var err error
+	if s := turn.successor; s != nil {
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort,
+			reserve: wire.TokenReserve}
+		l, err = a.runQueued(ctx, turn.released)
+		attempts.of(a)
+	} else {
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued, reserve: co.reserve()}
+		if waited {
+			// Granted at its first attempt, it still waited: for its
+			// cohort's hold to go back to Redis.
+			a.firstWoken = wakeCohort
+		}
+		l, err = a.run(ctx)
+		attempts.of(a)
+		a.signalQueued()
 	}
-	l, err := a.run(ctx)
-	attempts.of(a)
-	a.signalQueued()
 	co.mu.Lock()
 	if err != nil {
 		if co.state == cohortHolding {
@@ -189,12 +409,40 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	} // else the run before it, granted away in Redis, has not ended here yet: its reference is this hold's now
 	co.queuing = false
 	co.state, co.lease = cohortHolding, l
-	co.next, co.top, co.passes = l.token+1, l.token+wire.TokenReserve-1, 0
+	// The tokens its grant reserved (none above its own if it asked for
+	// none: no pass before the next grant in Redis).
+	co.next, co.top, co.passes, co.yielded = l.token+1, l.token+uint64(max(l.own.reserve, 1))-1, 0, 0
+	if co.next <= co.top && len(co.waiters) > 0 && !co.knowsWaiters() {
+		// The grant changed the queue: learn who waits behind it while
+		// the leader holds, before its Unlock asks whether to pass; after
+		// runs that someone outside waited for, only every othersRecheck
+		// grants (the runs end at cohortYield passes anyway). A leader
+		// with no tokens to pass, or none to pass to, asks nothing: an
+		// uncontended Lock costs no read.
+		if co.blindRuns++; !co.others || co.blindRuns >= othersRecheck {
+			co.blindRuns = 0
+			co.refresh(m)
+		}
+	}
 	co.mu.Unlock()
 	if _, live := l.left(time.Now()); !live {
 		co.ended(l) // it ended before it was the cohort's: the hook missed it
 	}
 	return l, nil
+}
+
+// reserve is how many fencing tokens the cohort's leader asks its grant to
+// reserve: all it may pass on when Locks of the cohort wait already, else
+// its own alone, so that an uncontended Lock takes no range from the
+// name's tokens (a range left unused runs the tokens ahead of the clock:
+// see wire.TokenReserve).
+func (co *cohort) reserve() int {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if len(co.waiters) > 0 {
+		return wire.TokenReserve
+	}
+	return 1
 }
 
 // advance gives the lead to the next waiter, or leaves the cohort idle.
@@ -240,6 +488,15 @@ func (co *cohort) withdraw(w *cohortWaiter) bool {
 func (co *cohort) decline(turn cohortTurn) {
 	l := turn.lease
 	if l == nil {
+		if s := turn.successor; s != nil {
+			// Queued, or granted, in Redis for a Lock that has gone: give
+			// it back (Close and Shutdown end what it still holds).
+			s.waiter.group.registry.leave(s.waiter)
+			if turn.released != nil {
+				s.o.sent = true // a copy of that release may still queue it
+			}
+			s.o.m.giveBack(s.o, Write, s.w.cfg.lease)
+		}
 		co.mu.Lock()
 		if co.state == cohortHolding {
 			co.queuing = false // the run's hold still holds: its end advances
@@ -281,24 +538,41 @@ func (co *cohort) ended(l *Lease) {
 }
 
 // prequeue runs before the hold of l is released in Redis while Locks of
-// the cohort wait: the next of them becomes the leader, and its first
-// attempt queues it in Redis before the release, so that Redis sees a
-// writer waiting throughout (WriterPreferring turns new readers away, and
-// the release grants it the write unless another Client's writer queued
-// first). It waits for that attempt, within ctx and deadline.
-func (co *cohort) prequeue(ctx context.Context, deadline time.Time, l *Lease) {
-	if l.m.c.isClosing() {
-		return // its waiters are leaving with ErrClosed
+// the cohort wait: the next of them becomes the leader, and is queued in
+// Redis before the release, so that Redis sees a writer waiting throughout
+// (WriterPreferring turns new readers away, and the release grants it the
+// write unless another writer queued first, or, under PhaseFair, readers
+// wait). Once the Client listens to the name (a busy cohort keeps its
+// subscription), the release itself queues it: prequeue returns it as the
+// release's successor, which the release hands its turn (queuedBy), one
+// round trip for both. Until then the new leader's first attempt queues
+// it, and prequeue waits for that attempt, within ctx and deadline.
+func (co *cohort) prequeue(ctx context.Context, deadline time.Time, l *Lease) *cohortSuccessor {
+	m := l.m
+	if m.c.isClosing() {
+		return nil // its waiters are leaving with ErrClosed
 	}
 	co.mu.Lock()
 	if co.state != cohortHolding || co.lease != l || co.queuing || len(co.waiters) == 0 {
 		co.mu.Unlock()
-		return
+		return nil
 	}
 	w := co.pop()
 	co.queuing = true
-	queued := make(chan struct{})
+	if co.listening == nil {
+		// A busy cohort: its leaders queue in Redis again and again, and
+		// listen from their first attempt once the subscription stays.
+		co.listening = m.c.waits.listen(&m.keys, m.policy)
+	}
 	co.mu.Unlock()
+	o := m.newOwner()
+	if waiter := m.c.waits.joinListening(&m.keys, m.policy, Write, o.id); waiter != nil {
+		// Queued by the release (or by a try of it whose answer was lost):
+		// a Lock that gives up withdraws the entry.
+		o.queued = true
+		return &cohortSuccessor{w: w, o: o, waiter: waiter, sent: time.Now()}
+	}
+	queued := make(chan struct{})
 	w.turn <- cohortTurn{queued: queued}
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -309,11 +583,21 @@ func (co *cohort) prequeue(ctx context.Context, deadline time.Time, l *Lease) {
 	case <-queued:
 	case <-ctx.Done():
 	}
+	return nil
 }
 
-// passInline passes l's hold on (see pass) when its owner's lock is free:
-// with no Redis call to make, Unlock does it on its caller's goroutine.
-// Otherwise the release goes its usual way, and passes there if it can.
+// queuedBy hands the successor its turn once the release that queued it
+// was answered (err nil) or failed; a nil successor does nothing.
+func (s *cohortSuccessor) queuedBy(err error) {
+	if s != nil {
+		s.w.turn <- cohortTurn{successor: s, released: err}
+	}
+}
+
+// passInline passes l's hold on (see pass) when its owner's lock is free
+// and the pass needs no wait for a read of who waits in Redis: with no
+// Redis call to make, Unlock does it on its caller's goroutine. Otherwise
+// the release goes its usual way, and passes there if it can.
 func (l *Lease) passInline() bool {
 	o := l.own
 	select {
@@ -323,15 +607,17 @@ func (l *Lease) passInline() bool {
 	}
 	defer o.unlock()
 	now := time.Now()
-	return l.cohort.pass(l, o.alive(l, now), now)
+	return l.cohort.pass(context.Background(), time.Time{}, false, l, o.alive(l, now), now)
 }
 
 // pass hands the hold of l, being unlocked, to the next waiter, if one
-// waits and the bound allows; it reports whether it did, l's release
-// then being done. others is what l's owner holds besides l: a hold with
-// others (a further hold, a downgrade) is released in Redis. Call it with
-// l's owner's lock held.
-func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
+// waits and the run may go on (mayPass); it reports whether it did, l's
+// release then being done. others is what l's owner holds besides l: a
+// hold with others (a further hold, a downgrade) is released in Redis.
+// With wait, a pass that needs a read of who waits in Redis waits for it
+// within ctx and deadline; without, it is not made. Call it with l's
+// owner's lock held.
+func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Lease, others ownerState, now time.Time) bool {
 	if l.mode != Write || others.writes != 0 || len(others.reads) != 0 {
 		return false
 	}
@@ -341,9 +627,23 @@ func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
 		return false
 	}
 	co.mu.Lock()
-	if co.state != cohortHolding || co.lease != l || len(co.waiters) == 0 || co.passes >= cohortPasses || co.next > co.top {
+	for read := false; ; read = true {
+		if co.state != cohortHolding || co.lease != l || len(co.waiters) == 0 || co.passes >= cohortPasses || co.next > co.top {
+			co.mu.Unlock()
+			return false
+		}
+		v := co.mayPass(l.m)
+		if v == passNow {
+			break
+		}
+		reading := co.reading
 		co.mu.Unlock()
-		return false
+		// One read at most: a read that failed leaves the run as unsure as
+		// it was, and the write goes back to Redis.
+		if v == passEnd || read || reading == nil || !wait || !awaitRead(ctx, deadline, reading) {
+			return false
+		}
+		co.mu.Lock()
 	}
 	w := co.pop()
 	token := co.next
@@ -375,4 +675,161 @@ func (co *cohort) pass(l *Lease, others ownerState, now time.Time) bool {
 	}
 	w.turn <- cohortTurn{lease: nl}
 	return true
+}
+
+// passVerdict is what a run may do at an Unlock (cohort.mayPass).
+type passVerdict uint8
+
+const (
+	passNow       passVerdict = iota // pass the hold on
+	passEnd                          // end the run: the write goes back to Redis
+	passAfterRead                    // ask again once the read under way says who waits
+)
+
+// mayPass says whether the run may pass the hold on, as far as everyone
+// outside the cohort goes, counting the pass it allows (see cohort): a
+// PhaseFair reader known to wait, or not known not to, ends the run; a
+// writer outside the cohort who waits, or may, gets at most cohortYield
+// more holds passed before the write goes back to Redis; a run that
+// nobody else waits for goes on.
+// When the Client does not know who waits and the run has passed what it
+// may meanwhile, it waits for a read (passAfterRead), unless the last it
+// knew was that someone did. Call it with co.mu held.
+func (co *cohort) mayPass(m *RWMutex) passVerdict {
+	pf := co.waiting != ""
+	if pf && co.readers.Load() > 0 {
+		return passEnd // a reader of this Client: its read phase comes first
+	}
+	writers, wKnown := co.writersQueued.get()
+	readers, rKnown := int64(0), true
+	if pf {
+		readers, rKnown = co.readersWaiting.get()
+	}
+	switch {
+	case rKnown && readers > 0:
+		co.others = true
+		return passEnd
+	case wKnown && rKnown && writers == 0:
+		co.others, co.yielded = false, 0
+		return passNow
+	case wKnown && writers > 0:
+		co.others = true
+	}
+	limit := cohortYield
+	if !rKnown {
+		// A PhaseFair reader may wait unbeknown: no pass before a read
+		// says none does, so that a reader waits through no hold of the
+		// run after the one it found.
+		limit = 0
+	}
+	if !wKnown || !rKnown {
+		switch {
+		case co.reg.blind.Load() || !m.c.tracking:
+			co.others = true // never known: someone may always wait
+		case !co.others:
+			// Whether the run may go on depends on the read; when someone
+			// waited at the last read, it ends anyway (the grants read
+			// again now and then: see leadQueued).
+			co.refresh(m)
+		}
+	}
+	if co.yielded < limit {
+		co.yielded++
+		return passNow
+	}
+	if (wKnown && rKnown) || co.others {
+		return passEnd
+	}
+	return passAfterRead
+}
+
+// knowsWaiters reports whether what the cohort read of who waits in Redis
+// is current. Call it with co.mu held.
+func (co *cohort) knowsWaiters() bool {
+	_, known := co.writersQueued.get()
+	if co.waiting != "" {
+		_, r := co.readersWaiting.get()
+		known = known && r
+	}
+	return known
+}
+
+// refresh starts a read of who waits on the lock in Redis, unless one is
+// under way, or the Client cannot know (no client tracking, or Redis
+// refused the read): its end closes co.reading. Call it with co.mu held.
+func (co *cohort) refresh(m *RWMutex) {
+	c := m.c
+	if co.reading != nil || !c.tracking || co.reg.blind.Load() {
+		return
+	}
+	done := make(chan struct{})
+	// The gens before the read: an invalidation during it makes it stale.
+	wgen, rgen := co.writersQueued.gen.Load(), co.readersWaiting.gen.Load()
+	// Run by the Client's tasks, not as background work: Shutdown need
+	// not wait for a read that only tells a run whether to go on.
+	started := c.background.start(taskFunc(func(ctx context.Context) {
+		writers, readers, err := m.waitersIn(ctx, co.waiting != "")
+		co.mu.Lock()
+		if err == nil {
+			co.writersQueued.seen = &countSeen{gen: wgen, n: writers}
+			co.readersWaiting.seen = &countSeen{gen: rgen, n: readers}
+		}
+		co.reading = nil
+		close(done)
+		co.mu.Unlock()
+	}), false)
+	if started {
+		co.reading = done
+	}
+}
+
+// awaitRead waits for a read of who waits (reading) to end, within ctx
+// and deadline (zero: ctx alone); it reports whether it did.
+func awaitRead(ctx context.Context, deadline time.Time, reading <-chan struct{}) bool {
+	if reading == nil {
+		return true
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	select {
+	case <-reading:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitersIn reads how many writers are queued for the lock in Redis and,
+// with pf, how many PhaseFair readers wait, arming client tracking on both
+// keys: their next change pushes an invalidation (cohorts.invalidated). A
+// refusal by Redis (an ACL) makes the Client's cohorts blind.
+func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int64, err error) {
+	c := m.c
+	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
+	defer cancel()
+	type counts struct{ writers, readers int64 }
+	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
+		b := c.rdb.B()
+		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache(), c.leaseTime)}
+		if pf {
+			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache(), c.leaseTime))
+		}
+		res := c.rdb.DoMultiCache(ctx, cmds...)
+		var n counts
+		var err error
+		if n.writers, err = res[0].AsInt64(); err != nil {
+			return n, err
+		}
+		if pf {
+			n.readers, err = res[1].AsInt64()
+		}
+		return n, err
+	})
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		c.cohorts.blind.Store(true)
+	}
+	return n.writers, n.readers, err
 }

@@ -324,6 +324,81 @@ func ExampleLease_Token() {
 	// value: from second
 }
 
+// account is a balance kept by a store guarded by a lock, which its
+// holders change by read-modify-write: read, compute, write back. The
+// store checks and records the fencing token on the read as on the write:
+// once a holder has read with a token, a holder with a lower one (its lease
+// lost unaware) can neither read nor write.
+type account struct {
+	highest uint64
+	balance int
+}
+
+// read returns the balance to the holder of token.
+func (a *account) read(token uint64) (int, error) {
+	if token < a.highest {
+		return 0, errStaleToken
+	}
+	a.highest = token
+	return a.balance, nil
+}
+
+// write sets the balance for the holder of token.
+func (a *account) write(token uint64, balance int) error {
+	if token < a.highest {
+		return errStaleToken
+	}
+	a.highest, a.balance = token, balance
+	return nil
+}
+
+// A read-modify-write guarded by a lock: the first holder's lease runs out
+// between its read and its write, and a second holder adds 10 meanwhile.
+// Had the store checked tokens on writes only, it would have taken the
+// first holder's write (no later token had reached it), then the second's,
+// computed from a balance read before it: the first update lost, unseen.
+// Checking the token on the read too refuses the first holder's write, so
+// no update is lost and its holder learns it. (A store can instead
+// compare-and-set: write only if the value is still the one read.)
+func ExampleLease_Token_readModifyWrite() {
+	ctx := context.Background()
+	redis, err := fairrwtest.Start() // or your Redis: see Example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer redis.Close()
+	c, err := fairrw.New(fairrw.WithClientOption(redis.ClientOption()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	acct := &account{balance: 100}
+	m := c.RWMutex("account:42")
+
+	// The first holder reads, then pauses past its lease.
+	first, _ := m.Lock(ctx, fairrw.WithLease(30*time.Millisecond))
+	balance, err := acct.read(first.Token())
+	fmt.Println("first reads:", balance, err)
+	<-first.Done()
+
+	// The second holder adds 10: its read presents its token first.
+	second, _ := m.Lock(ctx)
+	balance, err = acct.read(second.Token())
+	fmt.Println("second reads:", balance, err)
+
+	// The first holder wakes up and writes back its +5: refused.
+	fmt.Println("first writes:", acct.write(first.Token(), 100+5))
+	fmt.Println("second writes:", acct.write(second.Token(), balance+10))
+	_ = second.Unlock(ctx)
+	fmt.Println("balance:", acct.balance)
+	// Output:
+	// first reads: 100 <nil>
+	// second reads: 100 <nil>
+	// first writes: stale fencing token
+	// second writes: <nil>
+	// balance: 110
+}
+
 func ExampleWithTracerProvider() {
 	// A service would export its spans (e.g. with OTLP); a recorder keeps
 	// them here to print them.

@@ -40,10 +40,11 @@ type LockInfo struct {
 	WaitingWriters []WaiterInfo
 	// WaitingReaders are the readers PhaseFair recorded as waiting or admitted.
 	WaitingReaders []WaiterInfo
-	// Token is the current write's fencing token as Redis granted it, else the
-	// last one minted while Redis keeps it, or 0. A Lease its Client passed on
-	// in a cohort (WithCohorts) carries one up to 15 above it. Under
-	// Redisson's formats a token is kept for a second.
+	// Token is the current write's fencing token as Redis granted it, else
+	// the last one handed out (or the top of a range left open) while Redis
+	// keeps it, or 0. A Lease its Client passed on in a cohort (WithCohorts)
+	// carries one up to 63 above it. Under Redisson's formats a token is
+	// kept for a second.
 	Token uint64
 }
 

@@ -85,6 +85,13 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 		l.deadline = got.sent.Add(got.cover)
 	}
 	o.leases = append(o.leases, l)
+	if mode == Write {
+		o.reserve = max(o.reserve, got.reserve) // a pass or a share reserves nothing
+	}
+	// What Redis keeps of the grant lasts its lease from now at most (a
+	// watchdog grant made on the owner's behalf: its queue entry's, as
+	// long).
+	m.c.held.holds(o, mode, l.granted.Add(cfg.lease+leaseMargin))
 	if l.share != nil {
 		m.c.shares.hold(l.share) // before anything can end it (finish)
 	}
@@ -333,20 +340,31 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	defer o.unlock()
 	now := time.Now()
 	st := o.alive(l, now)
-	if l.share != nil && l.leaveShare(st) {
+	if l.share != nil && l.leaveShare(st, now) {
 		return releaseFreed, nil // another Lease still holds the shared read: no Redis call
 	}
 	if st.writes == 0 && len(st.reads) == 0 {
 		o.unshared = true // released: no read shares its hold any more
 	}
+	var next *cohortSuccessor
 	if l.cohort != nil {
-		if l.cohort.pass(l, st, now) {
+		if l.cohort.pass(ctx, deadline, true, l, st, now) {
 			return releaseFreed, nil // passed to a waiter of the cohort: no Redis call
 		}
-		l.cohort.prequeue(ctx, deadline, l)
+		// This Client's PhaseFair reads waiting meanwhile enter first.
+		l.cohort.awaitReaders(ctx, deadline)
+		next = l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
-	res, err := l.m.releaseWithin(ctx, deadline, o, l.mode, st, last, unreachableFails)
+	rc := l.m.newRelease(o, l.mode, st, last)
+	if next != nil {
+		rc.req.successor = next.o.id
+	}
+	res, err := l.m.send(ctx, deadline, rc, unreachableFails)
+	next.queuedBy(err)
+	if err == nil && st.writes == 0 && len(st.reads) == 0 {
+		l.m.c.held.released(o) // Redis keeps nothing of the owner
+	}
 	// Its release is sent, and applied unless it failed: its owner's next
 	// change must not count it (it ends after the owner's lock is given
 	// back), or that change would write a hold for it into Redis, or count
@@ -469,10 +487,13 @@ func (l *Lease) wokenBy() string {
 
 // Token returns the lease's fencing token. A write grant's token is strictly
 // greater than every token granted before for this lock name; a further write
-// hold keeps its owner's. A read returns the last write token still known, or
-// 0. Have the guarded storage refuse a token lower than the highest it has
-// seen: a holder that lost its lease unaware is then refused there. Tokens
-// rely on Redis's clock (docs/reliability.md). A quorum lease's token is the
+// hold keeps its owner's. A read returns the last write token still known (or,
+// after a write of a cohort that ended without its release, the top of the
+// tokens its grant reserved), or 0. Have the guarded storage refuse a token
+// lower than the highest it has seen, on a read as on a write when it is
+// read, modified and written back (ExampleLease_Token_readModifyWrite): a
+// holder that lost its lease unaware is then refused there. Tokens rely on
+// Redis's clock, and follow it (docs/reliability.md). A quorum lease's token is the
 // highest of the granting nodes': any later majority shares a node with this
 // one, so later write grants get greater tokens.
 func (l *Lease) Token() uint64 {

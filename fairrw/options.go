@@ -84,15 +84,24 @@ func defaultConfig() config {
 // WithCohorts turns lock cohorting on (the default) or off. On, the Lock
 // calls of one Client on one name under WriterPreferring or PhaseFair take
 // one place in the lock's queue, and a holder's Unlock passes the write to
-// the next of them without a Redis call, up to 15 times in a row; then the
-// next of them queues in Redis and the write goes back there, which grants
-// it to the writer queued first. A writer of another Client then waits for
-// at most 16 holds of each Client ahead of it, instead of one, and a
-// PhaseFair read phase follows a run of at most 16. Every Lease keeps its
-// own Done, Context, Unlock and a fencing token above every token Redis
-// granted before; a hold that Redis lost before its deadline (ForceUnlock,
-// a restart without persistence) may be passed until the next renewal,
-// with a lower token that a fencing store refuses.
+// the next of them without a Redis call while the policy lets it: a run of
+// passes ends as soon as the Client knows, or cannot rule out, that someone
+// the policy serves next waits (client tracking tells it, one push after
+// they queued in Redis). Under PhaseFair a waiting reader ends the run at
+// once; a writer outside the cohort (another Client's, or a WithLease Lock)
+// gets the write after at most 2 more holds passed; a run nobody else waits
+// for goes on for 63 passes. Then the next Lock of the cohort is queued in
+// Redis and the write goes back there, which grants it to the writer queued
+// first. So a writer of another Client waits, once its Client heard of it,
+// for at most 3 holds of each Client's cohort ahead of it (at most 3 of its
+// hold times, plus a handoff: see docs/policies.md), and a PhaseFair reader
+// for the write it found. Every Lease keeps its own Done, Context, Unlock
+// and a fencing token above every token Redis granted before; a hold that
+// Redis lost before its deadline (ForceUnlock, a restart without
+// persistence) may be passed until the next renewal, with a lower token
+// that a fencing store refuses. Without client tracking (WithClient,
+// DisableCache, RESP2) a Client never knows who waits: WriterPreferring
+// passes at most 2 holds per grant in Redis, PhaseFair none.
 // On, the plain reads (RLock, TryRLock) of one Client on one name also
 // share one read hold in Redis while they overlap and no writer is known
 // to wait: a read that comes while it is held gets a Lease on it with no

@@ -3,6 +3,7 @@ package fairrw
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +22,12 @@ import (
 // hold, a release) sets the count to the holds still alive and the deadline
 // to the longest of them: releasing one hold never shortens another live
 // one, and a hold whose lease ran out stops counting at the owner's next
-// change. Its lock (lock, unlock) serializes those changes, so a release
+// change. A Lease ends with no change in Redis only when the owner's other
+// Leases cover what Redis keeps for it (a pass to the next Lease of its
+// cohort, which carries on its deadline; a shared read leaving Leases that
+// cover its deadline: see Lease.leaveShare): so Redis never keeps an
+// owner's hold longer than its Leases still alive (and the lease margin),
+// as a release that writes their state does. Its lock (lock, unlock) serializes those changes, so a release
 // never races a further hold of the same owner; the watchdog only ever
 // extends (see renew.go). The lock is taken within a ctx: a release going
 // on in the background (see Lease.Unlock) may hold it for a while.
@@ -41,6 +47,13 @@ type owner struct {
 	// queued is set when a refused attempt left a queue entry (a fair
 	// policy's waiter): a Lock that gives up must withdraw it.
 	queued bool
+	// sent is set once an attempt of the owner was sent (or a release that
+	// queues it, as its cohort's successor, may have been applied unseen):
+	// a copy of it may still reach Redis, so giving the owner up marks it
+	// for the give-up window. An owner only ever queued by a release that
+	// Redis confirmed has nothing on its way: its give-up marks it for a
+	// moment only.
+	sent bool
 	// read is set once the owner attempted a read (granted or not, seen or
 	// not): a release of an owner that never did need not look for its
 	// reads in Redis.
@@ -50,6 +63,11 @@ type owner struct {
 	// and cleared by any other grant: its last release then tries
 	// fair_unlock_fast first.
 	fast bool
+	// reserve is how many fencing tokens the owner's write grant reserved,
+	// its own included (see attemptResult.reserve): its cohort passes the
+	// write on with the others, and its last release is the full one, which
+	// closes the range (fair_unlock.lua), when there are others.
+	reserve int
 	// passed is the highest fencing token its Client's cohort handed out
 	// passing the owner's write (cohort.go), 0 if none: its release in
 	// Redis raises the last token to it (fair_unlock's full script).
@@ -57,11 +75,27 @@ type owner struct {
 	// unshared is set once a release leaves the owner nothing in Redis:
 	// no read shares its hold any more (readshare.go).
 	unshared bool
+	// keep is the latest time (Unix ns) until which Redis may keep a hold
+	// of the owner, as far as what the Client sent goes: grants, further
+	// holds and renewals only ever move it later (heldOwners).
+	keep atomic.Int64
+	// held is set while the owner is among its Client's heldOwners, and
+	// wrote once it was granted the write: Shutdown then releases it as a
+	// writer. Both change under the heldOwners' mu.
+	held, wrote atomic.Bool
 	// lostRead and lostWrite are set once a renewal found the owner's hold
 	// of that mode gone from Redis: every Lease on it is lost, also one
 	// that a share or a cohort pass made while that renewal was on its
 	// way, and none is made any more (see renewHold.lose).
 	lostRead, lostWrite atomic.Bool
+}
+
+// markerTTL is how long giving the owner up marks it (owner.sent).
+func (o *owner) markerTTL() time.Duration {
+	if o.sent {
+		return o.m.c.giveUpWindow()
+	}
+	return time.Millisecond
 }
 
 // lost returns the flag that says the owner's hold of mode is gone.
@@ -117,10 +151,12 @@ func (o *owner) unlock() { <-o.mu }
 // ownerState is what an owner still holds alive after a change: the count
 // of write holds and the longest time one of them has left, and the time
 // each read hold has left, the longest first. It is what a release writes.
+// renewedReads counts the reads among them that the watchdog renews.
 type ownerState struct {
-	writes int
-	wcover time.Duration
-	reads  []time.Duration
+	writes       int
+	wcover       time.Duration
+	reads        []time.Duration
+	renewedReads int
 }
 
 // alive returns what the owner holds alive besides except, as of now, and
@@ -143,6 +179,9 @@ func (o *owner) alive(except *Lease, now time.Time) ownerState {
 			st.wcover = max(st.wcover, left)
 		} else {
 			st.reads = append(st.reads, left)
+			if l.watchdog {
+				st.renewedReads++
+			}
 		}
 	}
 	clear(o.leases[len(kept):])
@@ -161,4 +200,88 @@ func (o *owner) count(mode Mode, now time.Time) int {
 		}
 	}
 	return n
+}
+
+// heldOwners are the owners of a Client that may hold something in Redis:
+// from their first grant until Redis confirmed a release that leaves them
+// nothing, or until the latest deadline Redis may keep for them
+// (owner.keep) has passed. A Lease's end without a release in Redis never
+// leaves Redis keeping a hold longer than the Leases still alive (shares
+// and passes stand on a hold that others keep, see Lease.leaveShare), but
+// a Lease lost at its deadline may leave one: a renewal whose answer was
+// lost may still have kept the hold. Shutdown releases every owner here,
+// whether or not a Lease of it is alive.
+type heldOwners struct {
+	mu sync.Mutex
+	m  map[*owner]struct{}
+}
+
+// holds records that Redis may keep a hold of o, of mode, until keep.
+// A pass or a share adds a Lease to an owner that is here already: it
+// takes no lock.
+func (h *heldOwners) holds(o *owner, mode Mode, keep time.Time) {
+	o.extendKeep(keep)
+	if o.held.Load() && (mode == Read || o.wrote.Load()) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[*owner]struct{})
+	}
+	h.m[o] = struct{}{}
+	o.held.Store(true)
+	if mode == Write {
+		o.wrote.Store(true)
+	}
+}
+
+// released records that Redis confirmed a release that leaves o nothing.
+func (h *heldOwners) released(o *owner) {
+	if !o.held.Load() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, o)
+	o.held.Store(false)
+}
+
+// prune forgets the owners whose holds Redis keeps no longer as of now.
+func (h *heldOwners) prune(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for o := range h.m {
+		if o.keep.Load() < now.UnixNano() {
+			delete(h.m, o)
+			o.held.Store(false)
+		}
+	}
+}
+
+// addTo adds to owners every owner that Redis may still keep a hold of,
+// with the mode its release must name: the write if it was granted one.
+func (h *heldOwners) addTo(owners map[*owner]Mode, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for o := range h.m {
+		if _, ok := owners[o]; ok || o.keep.Load() < now.UnixNano() {
+			continue
+		}
+		owners[o] = Read
+		if o.wrote.Load() {
+			owners[o] = Write
+		}
+	}
+}
+
+// extendKeep moves o.keep to t, if that is later.
+func (o *owner) extendKeep(t time.Time) {
+	n := t.UnixNano()
+	for {
+		k := o.keep.Load()
+		if k >= n || o.keep.CompareAndSwap(k, n) {
+			return
+		}
+	}
 }

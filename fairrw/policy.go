@@ -73,6 +73,10 @@ type acquireRequest struct {
 	// and makes further its count of holds in mode; 0 is a first hold.
 	further int
 	tracked bool // arm client tracking on the lock key with this attempt
+	// reserve is how many fencing tokens a write this attempt is granted
+	// reserves, its own included (0 or 1: the token alone; see
+	// wire.TokenReserve): a cohort's leader asks for them.
+	reserve int
 	// syncReplicas > 0 sends WAIT syncReplicas syncTimeout behind the
 	// attempt, on its connection (WithSyncReplicas).
 	syncReplicas int64
@@ -138,6 +142,9 @@ type releaseRequest struct {
 	state   ownerState
 	mayRead bool   // the owner may hold reads in Redis (it had one, or this is a read's)
 	passed  uint64 // the highest token passed in the owner's cohort (owner.passed)
+	// successor is an owner queued as a writer before the release (a
+	// cohort's next leader: see cohort.prequeue); "" for none.
+	successor string
 	// fast: the owner's hold came from the fair policies' fast path and
 	// it took no other since (see owner.fast).
 	fast      bool

@@ -21,7 +21,11 @@ func WriterPreferring() Policy { return newFairPolicy("writer-preferring", 0) }
 // PhaseFair returns the policy under which read and write phases alternate:
 // no reader waits for more than one write phase, and no writer starves.
 // Writers are served first-come-first-served.
-func PhaseFair() Policy { return newFairPolicy("phase-fair", 0) }
+func PhaseFair() Policy { return newFairPolicy(phaseFairName, 0) }
+
+// phaseFairName is PhaseFair's name, which the cohorts ask for: its
+// readers end a cohort's run (cohort.go).
+const phaseFairName = "phase-fair"
 
 // fairPolicy is both fair policies: one state machine (lua/fair_lib.lua),
 // told which rule to apply by the policy's public name, which it also
@@ -77,20 +81,20 @@ func (p fairPolicy) call(k *lockKeys, mode Mode, owner string, stamp time.Time, 
 }
 
 func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	req := wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify}
+	req := wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify, Reserve: r.reserve}
 	req.Lease, req.Queue = r.lease, r.queue
 	keys, args := req.Render()
 	return runAcquire(ctx, rdb, fairAcquire, keys, args, r)
 }
 
 func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (releaseResult, error) {
-	if r.fast && r.state.writes == 0 && len(r.state.reads) == 0 && (r.mode == Read || !r.mayRead) {
+	if r.fast && r.successor == "" && r.state.writes == 0 && len(r.state.reads) == 0 && (r.mode == Read || !r.mayRead) {
 		if res, applied, err := p.releaseFast(ctx, rdb, k, r); err != nil || applied {
 			return res, err
 		}
 	}
 	req := wire.FairUnlock{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish),
-		Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Abandon: r.abandon, MarkerTTL: r.markerTTL, Kept: r.state.kept(), MayRead: r.mayRead, Passed: r.passed}
+		Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Abandon: r.abandon, MarkerTTL: r.markerTTL, Kept: r.state.kept(), MayRead: r.mayRead, Passed: r.passed, Successor: r.successor}
 	// A release takes no hold: the lease it sends is the span by which a
 	// kept write moves the state's expiry, the queue lease.
 	req.Lease, req.Queue = r.queue, r.queue
@@ -107,7 +111,7 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 
 // releaseFast sends an owner's last release of a hold the fast path
 // granted to lua/fair_unlock_fast.lua, which takes 3 keys and 3 values
-// where fair_unlock takes 10 and 16: what Redis spends on a script grows
+// where fair_unlock takes 11 and 18: what Redis spends on a script grows
 // with them. applied is false when it changed nothing (the hold is not the
 // fast path's alone any more: a waiter came, a renewal moved its expiry, a
 // further hold was taken, or it is gone): the caller sends fair_unlock then,

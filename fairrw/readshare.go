@@ -104,7 +104,8 @@ func (m *RWMutex) sharesReads(mode Mode, cfg acquireConfig) bool {
 // acquireShared is RLock (wait) or TryRLock for a read that may share: it
 // joins the name's shared hold, or waits for the read that is making one,
 // or acquires in Redis, and its grant becomes the shared hold.
-func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *acquireStats) (*Lease, error) {
+// rd, when set, is the read as its cohort counts it (see cohortReader).
+func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *acquireStats, rd *cohortReader) (*Lease, error) {
 	r := &m.c.shares
 	s := r.enter(&m.keys)
 	defer r.done(s)
@@ -116,13 +117,15 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 			return l, nil
 		}
 		if follow == nil {
-			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner()}
+			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
 			l, err := a.run(ctx)
 			attempts.of(a)
 			r.formedBy(s, l, lead)
 			return l, err
 		}
 		attempts.waited = true
+		// Its leader's attempt stands for it in Redis.
+		rd.settle()
 		m.tel.waiting(Read, 1)
 		select {
 		case <-follow.done:
@@ -300,13 +303,23 @@ func (r *readShares) invalidated(messages []rueidis.RedisMessage) {
 
 // leaveShare reports whether l, a Lease on a shared read hold being
 // unlocked, may end with no Redis call: another Lease of its owner still
-// holds a read and none a write, so Redis keeps the hold for them. If so,
-// it ends l at once, under the owner's lock: another Lease's Unlock must
-// not count l as still holding, or neither would release the hold in
+// holds a read and none a write, and what they hold covers what Redis
+// keeps for l, so that Redis keeps the hold no longer than the Leases
+// left. Redis keeps one deadline for the owner's reads, the latest it was
+// given; a watchdog Lease's is moved by every renewal of the hold, so a
+// watchdog Lease left covers l if l is one too (they are renewed as one);
+// otherwise a Lease left must have at least l's time left. When they do
+// not (a further read WithLease outlived by l), the Unlock releases in
+// Redis, which sets the hold's deadline to theirs, as any release does.
+// If so, it ends l at once, under the owner's lock: another Lease's Unlock
+// must not count l as still holding, or neither would release the hold in
 // Redis. Call it with the owner's lock held; others is what the owner
-// holds besides l.
-func (l *Lease) leaveShare(others ownerState) bool {
+// holds besides l, as of now.
+func (l *Lease) leaveShare(others ownerState, now time.Time) bool {
 	if l.mode != Read || others.writes != 0 || len(others.reads) == 0 || l.own.unshared {
+		return false
+	}
+	if left, _ := l.left(now); !(l.watchdog && others.renewedReads > 0) && others.reads[0] < left {
 		return false
 	}
 	l.end(nil, lossNone)
@@ -323,5 +336,6 @@ func (l *Lease) leaveShareInline() bool {
 		return false
 	}
 	defer o.unlock()
-	return l.leaveShare(o.alive(l, time.Now()))
+	now := time.Now()
+	return l.leaveShare(o.alive(l, now), now)
 }

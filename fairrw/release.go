@@ -52,11 +52,11 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		// The fast release only if no waiter of this Client is queued
 		// behind the hold: that one's queue entry would make it a wasted
 		// round trip (a waiter of another Client still may).
-		fast:      !abandon && o.fast && o.passed == 0 && !m.c.waits.waiting(&m.keys),
+		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waits.waiting(&m.keys),
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),
-		markerTTL: m.c.giveUpWindow(),
+		markerTTL: o.markerTTL(),
 		queue:     m.c.leaseTime,
 		publish:   m.c.publish,
 		// A writer this release granted the lock to may wait in this

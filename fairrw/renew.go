@@ -91,11 +91,18 @@ type holdKey struct {
 // failed; the leases of a failed batch keep their deadlines and are lost if
 // no later round confirms them in time.
 func (r *renewer) round() error {
+	sent := time.Now()
+	r.c.held.prune(sent)
 	holds := r.snapshot()
 	if len(holds) == 0 {
 		return nil
 	}
-	sent := time.Now()
+	// A renewal may reach Redis as late as the accept window, and keep the
+	// hold a lease from then, whatever its answer says.
+	keep := sent.Add(r.c.acceptWindow() + r.c.leaseTime + leaseMargin)
+	for _, h := range holds {
+		h.leases[0].own.extendKeep(keep)
+	}
 	calls, batches := r.batches(holds)
 	// A round is one DoMulti, which returns only when every call has its
 	// answer: on a cluster with a shard down, the calls to that shard retry

@@ -63,6 +63,9 @@ func (c *Client) releaseAll(ctx context.Context, sum *shutdownSummary) error {
 		return fmt.Errorf("fairrw: shutdown: calls under way not waited for, %d lock owners not released, left to expire: %w", len(owners), c.stopCause(ctx))
 	}
 	owners = c.endLeases(owners, sum)
+	// And the owners whose holds Redis may keep although none of their
+	// Leases is alive (see heldOwners).
+	c.held.addTo(owners, time.Now())
 	var failed, total int
 	var err error
 	if len(owners) > 0 {
@@ -189,6 +192,9 @@ func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 		// alive. A write's release refuses an owner that no longer holds
 		// the write, so its reads are released as reads.
 		_, err = m.releaseWithin(ctx, time.Time{}, o, Read, ownerState{}, o.unsure, false)
+	}
+	if err == nil {
+		m.c.held.released(o)
 	}
 	return err
 }

@@ -47,6 +47,9 @@ type waitGroup struct {
 	probes       []string
 	probing      bool
 	kick         chan struct{}
+	// listeners keep the group, and its subscription, while none of its
+	// waiters waits (listen).
+	listeners int
 }
 
 func newWaitRegistry(c *Client) *waitRegistry {
@@ -62,6 +65,15 @@ func (r *waitRegistry) join(k *lockKeys, p policyImpl, mode Mode, owner string) 
 }
 
 func (r *waitRegistry) joinLocked(k *lockKeys, p policyImpl, mode Mode, owner string) *waiter {
+	g := r.groupLocked(k, p)
+	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
+	g.waiters = append(g.waiters, w)
+	return w
+}
+
+// groupLocked returns the lock's group, starting it and its subscription
+// if there is none.
+func (r *waitRegistry) groupLocked(k *lockKeys, p policyImpl) *waitGroup {
 	g := r.groups[k.channel]
 	if g == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -73,9 +85,39 @@ func (r *waitRegistry) joinLocked(k *lockKeys, p policyImpl, mode Mode, owner st
 		r.wg.Add(1)
 		go r.subscribe(ctx, g)
 	}
-	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
-	g.waiters = append(g.waiters, w)
-	return w
+	return g
+}
+
+// listen keeps the lock's group and its subscription until unlisten, also
+// while none of its waiters waits: a Lock that joins meanwhile listens from
+// its first attempt (joinListening), and needs no attempt after a
+// subscription made for it. A busy cohort listens while it lives (see
+// cohort.prequeue): its next leader queues again and again.
+func (r *waitRegistry) listen(k *lockKeys, p policyImpl) *waitGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.groupLocked(k, p)
+	g.listeners++
+	return g
+}
+
+// unlisten ends what listen began; a group left with no waiter and no
+// listener ends.
+func (r *waitRegistry) unlisten(g *waitGroup) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g.listeners--
+	r.endIfIdleLocked(g)
+}
+
+// endIfIdleLocked ends g, and its subscription, once no waiter and no
+// listener keeps it.
+func (r *waitRegistry) endIfIdleLocked(g *waitGroup) {
+	if len(g.waiters) == 0 && g.listeners == 0 && r.groups[g.keys.channel] == g {
+		delete(r.groups, g.keys.channel)
+		delete(r.byTracked, g.keys.tracked)
+		g.cancel()
+	}
 }
 
 // joinListening adds a waiter as join does, but only when the lock's group
@@ -112,7 +154,8 @@ func (r *waitRegistry) joinUnqueued(k *lockKeys, p policyImpl, mode Mode, wake c
 func (r *waitRegistry) waiting(k *lockKeys) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.groups[k.channel] != nil
+	g := r.groups[k.channel]
+	return g != nil && len(g.waiters) > 0
 }
 
 // leave removes a waiter. A wake-up it received but did not use is passed on
@@ -137,11 +180,7 @@ func (r *waitRegistry) leave(w *waiter) {
 		}
 	default:
 	}
-	if len(g.waiters) == 0 {
-		delete(r.groups, g.keys.channel)
-		delete(r.byTracked, g.keys.tracked)
-		g.cancel()
-	}
+	r.endIfIdleLocked(g)
 }
 
 // rename gives a waiter the owner its wait goes on as (see RWMutex.wait).

@@ -165,7 +165,9 @@ func noKeysLeft(t *testing.T, r *redistest.Redis, name string) {
 
 // TestCohortYieldsToOtherClients: while a cohort of one Client keeps the
 // write busy, a writer of another Client is granted within the bound: the
-// cohort gives the write back to Redis after at most 16 holds, and Redis
+// cohort gives the write back to Redis (within the loose bound of the first
+// cohorts, 16 holds, which holds under any load; TestCohortYieldsWithinTwoHolds
+// checks the tight one), and Redis
 // grants it to the writer queued next. Its token is above every token the
 // cohort handed out before.
 func TestCohortYieldsToOtherClients(t *testing.T) {
@@ -272,7 +274,8 @@ func TestCohortYieldsToOtherClients(t *testing.T) {
 					t.Errorf("grant %d: the other Client's token %d is not above the cohort's %d", i, l.Token(), top)
 				}
 				// Holds of the cohort granted while it waited: the hold
-				// under way when it queued, and at most 16 after.
+				// under way when it queued, and at most 16 after (the loose
+				// bound).
 				if seen {
 					judged++
 				}

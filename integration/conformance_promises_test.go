@@ -325,7 +325,11 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 	// An owner's write ends in Redis with its first hold's release unless
 	// it took further writes.
 	byLabel := map[string]*confHold{}
-	var writes []history.WriteGrant
+	// writes are judged by FIFO; phases are every write, those its Client's
+	// cohort passed included: a PhaseFair reader waits through no write of
+	// a cohort granted after its Client knew of it (confOrderGap covers
+	// its attempt's way to Redis and the push that tells the cohort).
+	var writes, phases []history.WriteGrant
 	var reads []history.WaitingRead
 	for _, h := range o.tops {
 		if h.quorum {
@@ -336,14 +340,15 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 		stopped := h.gen != nil && !h.gen.stopBegan.IsZero() && !h.gen.stopBegan.After(h.granted)
 		quiet := o.quietLocked(h.callStart.Add(-500*time.Millisecond), h.granted)
 		if h.mode == fairrw.Write {
-			if h.inCohort(true) {
-				o.stats["order: cohort writes, not judged by FIFO"]++
-				continue
-			}
 			w := history.WriteGrant{Owner: label, Lock: h.name, Call: h.callStart, Return: h.granted, Token: h.token,
 				KeepsPlace: h.waits && (h.asked == 0 || h.asked >= time.Second) && quiet && !stopped}
 			if !o.furtherWrite[h.owner] {
 				w.EndsAfter = o.endsAfterLocked(h)
+			}
+			phases = append(phases, w)
+			if h.inCohort(true) {
+				o.stats["order: cohort writes, not judged by FIFO (see the cohort bound)"]++
+				continue
 			}
 			writes = append(writes, w)
 			continue
@@ -394,7 +399,7 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 	}
 	judged := 0
 	for _, r := range reads {
-		for _, w := range writes {
+		for _, w := range phases {
 			if w.Lock == r.Lock && !w.EndsAfter.IsZero() && w.EndsAfter.Before(r.Return) && !w.EndsAfter.Before(r.Call.Add(confOrderGap)) {
 				judged++
 				break
@@ -403,7 +408,7 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 	}
 	o.stats["order: phase-fair reads eligible"] += len(reads)
 	o.stats["order: phase-fair reads judged (a write ended in their wait)"] += judged
-	for _, v := range history.CheckPhaseFairAdmission(writes, reads, confOrderGap) {
+	for _, v := range history.CheckPhaseFairAdmission(phases, reads, confOrderGap) {
 		name := ""
 		if len(v.Ops) > 0 {
 			name = v.Ops[0].Lock
@@ -412,20 +417,23 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 	}
 }
 
-// confCohortRun is the most holds of one Client's cohort that follow one
-// grant in Redis (fairrw's cohortPasses + 1).
-const confCohortRun = 16
+// confCohortYield is how many holds a Client's cohort passes on at most
+// once it knows, or cannot rule out, that a writer outside it waits
+// (fairrw's cohortYield).
+const confCohortYield = 2
 
-// cohortBoundLocked checks the cross-Client bound of cohorts: a write that
-// queued in Redis on its own (a Lock outside any cohort: WithLease, say)
-// waits, for each other Client, for at most the rest of the run that
-// Client's cohort was in (confCohortRun holds) and, should the cohort's
-// next leader have queued just before it, one more run. Judged for the
-// writes whose wait met no fault, counting the cohort holds granted from
-// the write's call to its grant (the call reaches Redis a moment after it
-// begins: the bound has one hold to spare).
+// cohortBoundLocked checks the bound of cohorts: a write that queued in
+// Redis on its own (a Lock outside any cohort: WithLease, say, of any
+// Client, its own included) waits, for each Client's cohort, for at most
+// confCohortYield+1 of its holds granted once the cohort knew of the write:
+// should the cohort's next leader have queued just before it, its grant,
+// then at most confCohortYield passes; a cohort that knew of it while it
+// held passes at most confCohortYield times. Judged for the writes whose
+// wait met no fault, counting the cohort holds granted from confOrderGap
+// after the write's call (its attempt has reached Redis, and client
+// tracking's push the cohort's Client, by then) to its grant.
 func (o *confOracle) cohortBoundLocked(now time.Time) {
-	const bound = 2*confCohortRun + 1
+	const bound = confCohortYield + 1
 	judged, worst := 0, 0
 	for _, h := range o.tops {
 		if h.quorum || h.mode != fairrw.Write || !h.waits || h.inCohort(true) || h.gen == nil ||
@@ -434,8 +442,9 @@ func (o *confOracle) cohortBoundLocked(now time.Time) {
 		}
 		judged++
 		per := map[*confGen]int{}
+		known := h.callStart.Add(confOrderGap)
 		for _, e := range o.tops {
-			if e.gen != nil && e.gen != h.gen && e.name == h.name && e.inCohort(true) && e.granted.After(h.callStart) && e.granted.Before(h.granted) {
+			if e.gen != nil && e.name == h.name && e.inCohort(true) && e.granted.After(known) && e.granted.Before(h.granted) {
 				per[e.gen]++
 			}
 		}

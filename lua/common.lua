@@ -23,7 +23,9 @@
 -- Invariant: tokens minted for one name strictly increase, each above
 -- the range reserved for the one before (see mint), a
 -- command older than its window changes nothing (see stale), and a retried
--- release never applies twice (see answered).
+-- release never applies twice (see answered). Tokens follow the server's
+-- clock: they run ahead of it only by the ranges of write holds that ended
+-- without their release (see mint).
 --
 -- stale(stamp, window): whether a command sent at stamp (ms on the
 -- client's wall clock) reaches Redis after window ms. Its sender retries
@@ -35,18 +37,25 @@
 -- it. It assumes the client's and Redis's clocks differ by less than the
 -- margin the window leaves (fairrw's unlock timeout).
 --
--- mint(F, last): a new fencing token: the server's clock in microseconds,
--- or RESERVE more than the last token if that is higher, kept at F. last,
--- when given, is the last token as the caller read it (the writer it
--- replaces holds it); without it, F is read by the SET that writes it
--- (SET ... GET). The RESERVE - 1 tokens above a token are its holder's:
--- a fair writer's Client hands them to the writers it passes the lock to
--- without Redis (a cohort: see fairrw/cohort.go; wire.TokenReserve is the
--- client's copy). F keeps the token itself, which a read returns.
+-- mint(F, last, reserve): a new fencing token and its range: the token
+-- and the reserve - 1 tokens above it (reserve 1, the default: the token
+-- alone) are its holder's: a fair writer's Client hands the ones above to
+-- the writers it passes the lock to without Redis (a cohort: see
+-- fairrw/cohort.go; RESERVE, the most a grant reserves, is
+-- wire.TokenReserve's copy). The token is the server's clock in
+-- microseconds, or one more than the top of the last range if that is
+-- higher; F then keeps the top of the new range. last, when given, is F's
+-- value as the caller knows it; without it, F is read by the SET that
+-- writes it (SET ... GET). The release that ends the holder's write closes
+-- the range (fair_unlock.lua): F falls back to the highest token handed
+-- out, which a read returns, and the next token follows it by one or
+-- follows the clock. So tokens run ahead of the clock only by the ranges
+-- left open, those of write holds that ended without their release
+-- (expired, force-unlocked): at most RESERVE - 1 microseconds for each.
 -- Tokens of one name strictly increase, above every reserved one, while F
--- lives, and F lives until the clock has passed the top of its token's
--- range, and a second more (see keep): once it expired, the clock has
--- passed every earlier token. No key outlives the lock by more than that.
+-- lives, and F lives until the clock has passed the top of its range, and
+-- a second more (see keep): once it expired, the clock has passed every
+-- earlier token. No key outlives the lock by more than that.
 local RESERVE = 64
 local clock_s, clock_us
 local function clock()
@@ -76,29 +85,31 @@ local function last_token(F)
   return tonumber(redis.call('get', F)) or 0
 end
 
--- keep is how long F keeps token, minted at clock t (both in us): a
--- second (less a millisecond) past the moment the clock reaches the top of
--- its range. A token runs ahead of the clock only by the reserves of
--- grants made faster than the clock moves.
-local function keep(token, t)
-  return 1000 + math.floor(math.max(0, token + RESERVE - 1 - t) / 1000)
+-- keep is how long F keeps top, the top of a range, at clock t (both in
+-- us): a second (less a millisecond) past the moment the clock reaches it.
+local function keep(top, t)
+  return 1000 + math.floor(math.max(0, top - t) / 1000)
 end
 
-local function mint(F, last)
+local function mint(F, last, reserve)
+  reserve = tonumber(reserve) or 1
   local s, us = clock()
   local t = s * 1000000 + us
   last = tonumber(last)
   if not last then
-    -- Write the clock's token and read the last one in one command; only
-    -- a last token less than RESERVE below the clock (grants within its
-    -- microseconds) costs a second write. Nothing reads F between the two.
-    last = tonumber(redis.call('set', F, string.format('%.0f', t), 'px', 1000, 'get'))
-    if not last or last + RESERVE <= t then
+    -- Write the clock's range and read the last one in one command; only
+    -- a last range that reaches the clock (grants within its microseconds,
+    -- or a range left open) costs a second write. Nothing reads F between
+    -- the two.
+    local top = t + reserve - 1
+    last = tonumber(redis.call('set', F, string.format('%.0f', top), 'px', keep(top, t), 'get'))
+    if not last or last < t then
       return t
     end
   end
-  local token = math.max(last + RESERVE, t)
-  redis.call('set', F, string.format('%.0f', token), 'px', keep(token, t))
+  local token = math.max(last + 1, t)
+  local top = token + reserve - 1
+  redis.call('set', F, string.format('%.0f', top), 'px', keep(top, t))
   return token
 end
 

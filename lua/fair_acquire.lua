@@ -15,6 +15,10 @@
 -- ARGV[11] "1": refused, tell this waiter "r" when the way is clear though
 --          it keeps no queue entry (a quorum Lock's round); "0": a TryLock,
 --          whose refusal changes nothing
+-- ARGV[12] the tokens a write granted by this attempt reserves, its own
+--          included (1 to RESERVE, see mint in common.lua): more than 1
+--          for a cohort's leader whose Client may pass the write on; a
+--          grant made on the writer's behalf by a release reserves RESERVE
 --
 -- Returns {1, token} when granted, {0, ms, us} when refused (ms: the longest
 -- to wait before trying again; us: the server's clock in microseconds, so
@@ -158,7 +162,7 @@ else
   local open = not st.writer and free()
   if open and (h == owner or (not h and not queued)) then
     local deadline = now + lease
-    granted = mint(F) -- common.lua
+    granted = mint(F, nil, ARGV[12]) -- common.lua
     if queued then
       dequeue(owner)
     end

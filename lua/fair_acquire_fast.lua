@@ -5,10 +5,11 @@
 -- arguments. Whenever the lock is not idle it changes nothing and falls
 -- through to the full script.
 --
--- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[11] as in fair_acquire.lua (KEYS[1]
+-- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[12] as in fair_acquire.lua (KEYS[1]
 -- S, KEYS[2] R, KEYS[3] Q, KEYS[4] W, KEYS[5] A, KEYS[6] F, KEYS[8] X,
 -- KEYS[9] M; ARGV[1] policy and protocol, ARGV[2] mode, ARGV[3] owner, ARGV[4] lease,
--- ARGV[6] stamp, ARGV[7] window, ARGV[10] further).
+-- ARGV[6] stamp, ARGV[7] window, ARGV[10] further, ARGV[12] the tokens a
+-- write reserves).
 --
 -- Returns, when it applies, the grant's fencing token alone (an integer,
 -- not fair_acquire.lua's {1, token}: the client learns from it that the
@@ -44,17 +45,24 @@ if ARGV[10] == '0' and redis.call('exists', KEYS[1], KEYS[8], KEYS[9], KEYS[2], 
   -- each Lua number argument with printf, which costs more than the rest.
   local d = tostring(deadline) -- %.14g: exact for a time in ms
   if ARGV[2] == 'w' then
-    -- mint (common.lua): the clock in microseconds, at least RESERVE (64)
-    -- above the last token; its text is the two fields of TIME, the second
-    -- padded to 6 digits.
+    -- mint (common.lua): the clock in microseconds, or one more than the
+    -- top of the last range if that is higher; F takes the top of the new
+    -- range (ARGV[12] tokens: up to 64, common.lua's RESERVE, a second's
+    -- keep). The token's text is the two fields of TIME, the second padded
+    -- to 6 digits.
     local token = s * 1000000 + us
     local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
-    local last = tonumber(redis.call('set', KEYS[6], text, 'px', '1000', 'get'))
-    if last and last + 64 > token then -- common.lua's RESERVE
+    local reserve = tonumber(ARGV[12]) or 1
+    local top = text
+    if reserve > 1 then
+      top = string.format('%.0f', token + reserve - 1)
+    end
+    local last = tonumber(redis.call('set', KEYS[6], top, 'px', '1000', 'get'))
+    if last and last >= token then
       local t = token
-      token = last + 64
+      token = last + 1
       text = string.format('%.0f', token)
-      redis.call('set', KEYS[6], text, 'px', 1000 + math.floor((token + 63 - t) / 1000))
+      redis.call('set', KEYS[6], string.format('%.0f', token + reserve - 1), 'px', 1000 + math.floor((token + reserve - 1 - t) / 1000))
     end
     redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d,
       'wtoken', text, 'horizon', d)

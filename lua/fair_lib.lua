@@ -285,6 +285,17 @@ local function head()
   end
 end
 
+-- enqueue queues writer o, which asked for lease l (ms), at the tail of
+-- the queue with an entry of a queue lease, as its refused attempt does
+-- (fair_acquire.lua); the caller knows o has no entry.
+local function enqueue(o, l)
+  local deadline = now + qlease
+  hset_until(deadline, qlease, false, 'q:' .. o, deadline .. ':' .. l)
+  redis.call('zadd', Q, redis.call('hincrby', S, 'seq', 1), o)
+  cover(Q, deadline)
+  st.bare, st.q_existed = false, nil
+end
+
 -- dequeue removes owner o's queue entry.
 local function dequeue(o)
   redis.call('zrem', Q, o)
@@ -293,7 +304,10 @@ local function dequeue(o)
 end
 
 -- grant gives the write to the queued writer h (entry deadline d) on its
--- behalf and tells it so. The grant lasts until d, as long as its entry
+-- behalf and tells it so. Its token reserves RESERVE tokens (common.lua):
+-- a queued writer may be a cohort's leader, whose Client passes the write
+-- on (its release closes the range). st.fence is F's value when the
+-- caller knows it (a release that just closed its range), else nil. The grant lasts until d, as long as its entry
 -- would have: a waiter that is gone blocks no one longer than its entry
 -- would have. A waiter that counts its lease from the grant (one that asked
 -- for a lease of its own, or for replicas) takes the grant up with an
@@ -302,7 +316,8 @@ end
 -- from then on; wgrant marks a grant not taken up yet. Returns h and
 -- the grant's fencing token.
 local function grant(h, d)
-  local token = mint(F, st.wtoken) -- common.lua
+  local token = mint(F, st.fence, RESERVE) -- common.lua
+  st.fence = nil
   local t = string.format('%.0f', token)
   dequeue(h)
   local deadline = d

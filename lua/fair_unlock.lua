@@ -7,6 +7,8 @@
 --
 -- KEYS[1]..KEYS[9] and ARGV[1]..ARGV[8] as in fair_lib.lua, and
 -- KEYS[10] the unlock latch "redisson_unlock_latch:{N}:<request id>"
+-- KEYS[11] the successor's give-up marker "fairrw_attempt:{N}:<successor>"
+--          (see ARGV[18])
 -- ARGV[9]  unlock latch lifetime in milliseconds
 -- ARGV[10] "1" to give the owner up: its marker M is set (so that no late
 --          copy of its attempts takes anything) and its queue entries go
@@ -19,8 +21,17 @@
 --          or this releases or gives up a read); "0" spares looking
 -- ARGV[17] the highest token passed: the highest fencing token the owner's
 --          Client handed out under the owner's write, in a cohort ("0": none; see
---          RESERVE in common.lua): F is raised to it, so that a read
---          returns the last write's token
+--          RESERVE in common.lua): the release that ends the write closes
+--          the range its grant reserved there (F falls to it, or to the
+--          write's own token), so that a read returns the last write's
+--          token and the next token follows it
+-- ARGV[18] the successor: an owner of the same Client (its cohort's next
+--          leader) queued as a writer with a lease of ARGV[5] before the
+--          hold is released, as its own refused attempt would have queued
+--          it ("": none), unless it was given up (its marker KEYS[11]
+--          exists: a late copy of this release queues no one); a release
+--          that frees the lock then grants it to the writer queued first,
+--          the successor if no one queued before
 --
 -- Returns {result, grantee, token}: result -1 when the owner held no such
 -- hold (or it had expired), 0 when the owner still holds in that mode, 1
@@ -36,7 +47,9 @@
 -- live one nor leaves a dead one counted. When the lock becomes free, the
 -- writer at the head of the queue is granted it here (see grant); when a
 -- write ends under phase-fair, every reader waiting at that moment is
--- admitted ahead of the next writer. Nothing of an idle lock is left.
+-- admitted ahead of the next writer. The write's token range closes with
+-- it: F never falls below a token handed out. Nothing of an idle lock is
+-- left.
 local latched = answered(KEYS[10], M, ARGV[10], ARGV[11], ARGV[6], ARGV[7]) -- common.lua
 if latched ~= nil then
   return {latched, '', 0}
@@ -44,15 +57,13 @@ end
 
 load()
 settle()
-if ARGV[17] ~= '0' and st.writer == owner then
-  -- The tokens passed lie within the range the write's grant reserved:
-  -- F rises, and the next mint is above them anyway.
-  local passed = tonumber(ARGV[17])
-  if passed > (tonumber(redis.call('get', F)) or 0) then
-    redis.call('set', F, ARGV[17], 'px', keep(passed, now_us()))
-  end
+-- The successor queues first: if the lock is free after the release, or
+-- already was (the hold had run out), whoever is next gets it.
+local successor = (ARGV[18] or '') ~= '' and redis.call('exists', KEYS[11]) == 0
+if successor then
+  enqueue(ARGV[18], ARGV[5]) -- fair_lib.lua
 end
-local freed = false
+local freed = successor
 if ARGV[10] == '1' then
   if st.entry then
     dequeue(owner)
@@ -85,6 +96,26 @@ if ARGV[2] == 'w' and writer then
 elseif ARGV[2] == 'r' and reads then
   result = nreads > 0 and 0 or 1
 end
+if writer and writes == 0 and st.wtoken then
+  -- The write ends: its token range closes at the highest token handed out
+  -- of it (mint, common.lua). F holds the top of the range while no one
+  -- minted since (nor raised it: fence_raise.lua); a grant that follows
+  -- mints from the closed value, else close_range writes it.
+  local wtoken = tonumber(st.wtoken)
+  if tonumber(redis.call('get', F)) == wtoken + RESERVE - 1 then
+    st.fence = math.max(wtoken, tonumber(ARGV[17]) or 0)
+  end
+end
+
+-- close_range writes the closed range's top to F, unless a grant minted
+-- from it.
+local function close_range()
+  if st.fence then
+    redis.call('set', F, string.format('%.0f', st.fence), 'px', keep(st.fence, now_us()))
+    st.fence = nil
+  end
+end
+
 if writer then
   if writes > 0 then
     local deadline = now + tonumber(ARGV[13])
@@ -95,6 +126,7 @@ if writer then
       redis.call(ARGV[8], C, 'r')
     end
     redis.call('del', S)
+    close_range()
     redis.call('set', KEYS[10], result, 'px', ARGV[9])
     return {result, '', 0}
   else
@@ -125,5 +157,6 @@ else
   end
   tidy()
 end
+close_range()
 redis.call('set', KEYS[10], result, 'px', ARGV[9])
 return {result, grantee or '', token or 0}

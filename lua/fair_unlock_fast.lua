@@ -3,7 +3,7 @@
 -- (fair_acquire_fast.lua), while no one else holds or waits. It is a
 -- script of its own, given only the keys and values it needs: a fair
 -- script's cost on the server grows with every key and value it is sent,
--- and fair_unlock takes 10 and 16. The client sends it, instead of
+-- and fair_unlock takes 11 and 18. The client sends it, instead of
 -- fair_unlock, for a hold whose grant said it came from the fast path, and
 -- sends fair_unlock, under the same request id, whenever this one answers
 -- nil: it changed nothing then.

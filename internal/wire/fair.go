@@ -88,6 +88,10 @@ type FairAcquire struct {
 	// Notify asks, when refused without queueing, to be told when the way
 	// is clear (a quorum Lock's round).
 	Notify bool
+	// Reserve is how many tokens a write granted by this attempt reserves,
+	// its own included, up to TokenReserve (0 or 1: the token alone): a
+	// cohort's leader whose Client may pass the write on asks for them.
+	Reserve int
 }
 
 var (
@@ -96,6 +100,7 @@ var (
 		column[FairAcquire]{"queue up", func(r *FairAcquire) string { return flag(r.Wait) }},
 		column[FairAcquire]{"further hold", func(r *FairAcquire) string { return count(r.Further) }},
 		column[FairAcquire]{"tell this waiter", func(r *FairAcquire) string { return flag(r.Notify) }},
+		column[FairAcquire]{"tokens a write granted by this attempt reserves", func(r *FairAcquire) string { return count(max(r.Reserve, 1)) }},
 	)...)
 )
 
@@ -157,11 +162,16 @@ type FairUnlock struct {
 	// under the owner's write, passing it within a cohort (0: none): the
 	// last token a read then gets.
 	Passed uint64
+	// Successor, when set, is an owner queued as a writer before the hold
+	// is released (its Client's cohort's next leader), with an entry of a
+	// queue lease (FairCall.Queue).
+	Successor string
 }
 
 var (
 	fairUnlockKeys = fixed(append(prefixed((*FairUnlock).lib, fairLibKeys),
 		column[FairUnlock]{"unlock latch", func(r *FairUnlock) string { return r.Keys.latch(r.Latch, r.Name, r.Request) }},
+		column[FairUnlock]{"successor's give-up marker", func(r *FairUnlock) string { return r.Keys.OwnerMarker(r.Name, r.Successor) }},
 	)...)
 	fairUnlockArgs = fixed(append(prefixed((*FairUnlock).lib, fairLibArgs),
 		column[FairUnlock]{"latch lifetime", func(r *FairUnlock) string { return millis(r.LatchTTL) }},
@@ -173,6 +183,7 @@ var (
 		column[FairUnlock]{"longest read", func(r *FairUnlock) string { return r.Kept.readLeft() }},
 		column[FairUnlock]{"may hold reads", func(r *FairUnlock) string { return flag(r.MayRead) }},
 		column[FairUnlock]{"highest token passed", func(r *FairUnlock) string { return strconv.FormatUint(r.Passed, 10) }},
+		column[FairUnlock]{"successor", func(r *FairUnlock) string { return r.Successor }},
 	)...)
 )
 

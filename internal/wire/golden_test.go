@@ -25,7 +25,7 @@ func TestRendered(t *testing.T) {
 		Publish: "publish", Abandon: true, MarkerTTL: 2500*time.Millisecond + 900*time.Microsecond, Stamp: sent, Window: 1500 * time.Millisecond, Kept: kept}
 	acquire := RedissonAcquire{Name: name, Keys: fk, Owner: owner, Lease: 30 * time.Second, Stamp: sent, Window: 1500 * time.Millisecond, Further: 3}
 	fairKeys := []string{base, base + ":readers", base + ":queue", base + ":waiting", base + ":admitted", base + ":fence", base + ":wake", name, "fairrw_attempt:{lk}:c:7"}
-	fairArgs := []string{"phase-fair/3", "r", owner, "30005", "20006", "1700000000123", "1500", "spublish"}
+	fairArgs := []string{"phase-fair/4", "r", owner, "30005", "20006", "1700000000123", "1500", "spublish"}
 	cat := func(a []string, b ...string) []string { return append(slices.Clip(a), b...) }
 
 	for _, c := range []struct {
@@ -33,14 +33,16 @@ func TestRendered(t *testing.T) {
 		req        interface{ Render() ([]string, []string) }
 		keys, args []string
 	}{
-		{"fair_acquire", &FairAcquire{FairCall: call, Wait: true, Further: 2, Notify: false},
-			fairKeys, cat(fairArgs, "1", "2", "0")},
-		{"fair_unlock", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, Abandon: false, MarkerTTL: 2500 * time.Millisecond, Kept: kept, MayRead: true, Passed: 1700000000000123},
-			cat(fairKeys, "redisson_unlock_latch:{lk}:r1"), cat(fairArgs, "90000", "0", "2500", "2", "10005", "2", "3005", "1", "1700000000000123")},
+		{"fair_acquire", &FairAcquire{FairCall: call, Wait: true, Further: 2, Notify: false, Reserve: 64},
+			fairKeys, cat(fairArgs, "1", "2", "0", "64")},
+		{"fair_acquire/no reserve", &FairAcquire{FairCall: call},
+			fairKeys, cat(fairArgs, "0", "0", "0", "1")},
+		{"fair_unlock", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, Abandon: false, MarkerTTL: 2500 * time.Millisecond, Kept: kept, MayRead: true, Passed: 1700000000000123, Successor: "c:8"},
+			cat(fairKeys, "redisson_unlock_latch:{lk}:r1", "fairrw_attempt:{lk}:c:8"), cat(fairArgs, "90000", "0", "2500", "2", "10005", "2", "3005", "1", "1700000000000123", "c:8")},
 		{"fair_unlock/nothing kept", &FairUnlock{FairCall: call, Request: "r1", LatchTTL: 90 * time.Second, MarkerTTL: 2500 * time.Millisecond},
-			cat(fairKeys, "redisson_unlock_latch:{lk}:r1"), cat(fairArgs, "90000", "0", "2500", "0", "0", "0", "5", "0", "0")},
+			cat(fairKeys, "redisson_unlock_latch:{lk}:r1", "fairrw_attempt:{lk}:"), cat(fairArgs, "90000", "0", "2500", "0", "0", "0", "5", "0", "0", "")},
 		{"fair_force_unlock", &FairForceUnlock{FairCall: FairCall{Name: name, Keys: fk, Policy: "writer-preferring", Mode: Write, Publish: "publish"}},
-			cat(fairKeys[:8], "fairrw_attempt:{lk}:"), []string{"writer-preferring/3", "w", "", "1", "1", "0", "1", "publish"}},
+			cat(fairKeys[:8], "fairrw_attempt:{lk}:"), []string{"writer-preferring/4", "w", "", "1", "1", "0", "1", "publish"}},
 		{"fair_renew", &FairRenew{Lease: 30 * time.Second, Holds: []FairRenewHold{{Keys: fk, Mode: Write, Owner: owner}, {Keys: Fair("{x}"), Mode: Read, Owner: "d:1"}}},
 			[]string{base, base + ":readers", "fairrw:3:{x}", "fairrw:3:{x}:readers"}, []string{"30005", "w", owner, "r", "d:1"}},
 		{"redisson_read_acquire", &RedissonReadAcquire{acquire},

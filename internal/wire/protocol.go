@@ -12,7 +12,10 @@ import (
 // "busy", which protocol 1 never marks; protocol 3 mints each write token
 // at least TokenReserve above the last, and a Client hands the tokens in
 // between to its cohort, which a grant of protocol 2, one above the last,
-// would mint again).
+// would mint again; protocol 4 keeps the top of the last token range in
+// the fence key, one above which it mints, and closes a range at its
+// write's release, where protocol 3 keeps the token and mints TokenReserve
+// above it: each would mint tokens inside the other's ranges).
 //
 // A lock's state records the protocol with its policy ("writer-preferring/3",
 // PolicyRecord), and a fair acquire refuses a lock whose state records
@@ -20,13 +23,17 @@ import (
 // protocols never share a lock, each applying rules the other does not know.
 // A record without a version is protocol 1's, which checked the policy the
 // same way: it refuses protocol 2's records too.
-const Protocol = 3
+const Protocol = 4
 
-// TokenReserve is how many fencing tokens a write grant takes from the
-// name's sequence (protocol 3): its own and the TokenReserve-1 above it,
-// which its Client hands to the writers it passes the lock to without
-// Redis. common.lua's RESERVE and fair_acquire_fast.lua's literals are the
-// scripts' copies.
+// TokenReserve is how many fencing tokens a write grant reserves at most
+// (protocol 4): its own and the TokenReserve-1 above it, which its Client
+// hands to the writers it passes the lock to without Redis. A grant made
+// on a queued writer's behalf reserves them all; a direct grant as many as
+// its attempt asks (FairAcquire.Reserve). The release that ends the write
+// closes the range at the highest token handed out, and the next grant's
+// token is one above that, or the server's clock: tokens run ahead of the
+// clock only by the ranges of writes that ended without their release.
+// common.lua's RESERVE is the scripts' copy.
 const TokenReserve = 64
 
 // PolicyRecord returns what a lock's state records for policy under

@@ -70,15 +70,20 @@ func TestPolicyRecord(t *testing.T) {
 }
 
 // TestTokenReserveInScripts: the scripts reserve the range the client
-// hands out (common.lua's RESERVE, and the fast path's literals).
+// hands out (common.lua's RESERVE); the fast path reserves what its
+// attempt asks (ARGV[12]) and keeps the fence key a second (its literal
+// '1000'), which covers a range of TokenReserve microseconds.
 func TestTokenReserveInScripts(t *testing.T) {
 	common, fast := lua.Source("common"), lua.Source("fair_acquire_fast")
 	if want := fmt.Sprintf("local RESERVE = %d\n", TokenReserve); !strings.Contains(common, want) {
 		t.Errorf("common.lua does not define %q", want)
 	}
-	for _, want := range []string{fmt.Sprintf("last + %d", TokenReserve), fmt.Sprintf("token + %d", TokenReserve-1)} {
+	for _, want := range []string{"local reserve = tonumber(ARGV[12])", "'px', '1000', 'get'"} {
 		if !strings.Contains(fast, want) {
 			t.Errorf("fair_acquire_fast.lua has no %q", want)
 		}
+	}
+	if TokenReserve > 1000 {
+		t.Errorf("TokenReserve %d: the fast path's second of keep no longer covers a range", TokenReserve)
 	}
 }

@@ -68,7 +68,7 @@ func checkTables(t *testing.T, stdout string, skipped map[string]bool, names ...
 			rows := len(regexp.MustCompile(`(?m)^\s*`+regexp.QuoteMeta(c.Name)+`\s+\S+`).FindAllString(section, -1))
 			want := 2
 			switch s[0].kind {
-			case handoff:
+			case handoff, arrival:
 				want = 1
 			case renewal:
 				want = 1 // one fan-out in these runs
@@ -102,7 +102,7 @@ func TestSmokeAllScenarios(t *testing.T) {
 	skipped := map[string]bool{"rueidislock": true} // needs client tracking
 	checkTables(t, stdout, skipped, names...)
 	checkWidth(t, stdout)
-	if !strings.Contains(stdout, "\n== verdict") || !strings.Contains(stdout, "\nwriter-stream  ") || !strings.Contains(stdout, "\nfairness cost  contended, 2 Clients: fastest peer ") ||
+	if !strings.Contains(stdout, "\n== verdict") || !strings.Contains(stdout, "\nwriter-stream  ") || !strings.Contains(stdout, "\ncohort-yield   another Client's writer") || !strings.Contains(stdout, "\nfairness cost  contended, 2 Clients: fastest peer ") ||
 		!strings.Contains(stdout, "\nfairness cost  contended, one Client: fastest peer ") ||
 		!strings.Contains(stdout, "\nfairness cost  contended, 4 Clients: fastest peer ") {
 		t.Errorf("no verdict, or no writer-stream or fairness cost line in it:\n%s", stdout)
@@ -134,7 +134,7 @@ func TestSmokeAllScenarios(t *testing.T) {
 	for _, chart := range []string{"reader-flood-writer-waits.svg", "reader-flood-writer-wait-over-time.svg", "reader-flood-writer-tail.svg",
 		"writer-stream-reader-wait-over-time.svg", "contended-throughput.svg", "contended-1client-throughput.svg",
 		"contended-4clients-writer-tail.svg", "handoff.svg", "renewal-40.svg",
-		"server-cost-cycle.svg", "server-cost-grant.png", indexFile} {
+		"server-cost-cycle.svg", "server-cost-grant.png", "cohort-yield-holds.svg", "writer-stream-1client-reader-tail.svg", indexFile} {
 		if fi, err := os.Stat(filepath.Join(charts, chart)); err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", chart, err)
 		}
@@ -180,6 +180,7 @@ func TestSmokeAllScenarios(t *testing.T) {
 			} `json:"renewal"`
 			Baseline   bool            `json:"baseline"`
 			ServerCost *serverCostJSON `json:"server_cost"`
+			Arrival    *arrivalOutcome `json:"arrival"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
@@ -218,6 +219,12 @@ func TestSmokeAllScenarios(t *testing.T) {
 			// miniredis has no commandstats: no calls, but no lease lost.
 			if len(r.Renewal) != 1 || r.Renewal[0].Leases != 40 || r.Renewal[0].Lost != 0 {
 				t.Errorf("%s/%s: renewal = %+v", r.Scenario, r.Contender, r.Renewal)
+			}
+			continue
+		case "cohort-yield":
+			// The arriving writer asked, and was granted or timed out.
+			if a := r.Arrival; a == nil || a.Arrivals < 1 || a.HoldsMax < 0 || a.WaitMaxMS < a.WaitP50MS {
+				t.Errorf("%s/%s: arrival = %+v", r.Scenario, r.Contender, r.Arrival)
 			}
 			continue
 		case "server-cost":
@@ -267,7 +274,8 @@ func TestSmokeAllScenarios(t *testing.T) {
 func TestFallsBackToMiniredis(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	stdout, stderr := runFairbench(t, "-duration", "200ms", "-scenarios", "contended", "-contenders", "redisson,redislock", "-out", "")
-	checkTables(t, stdout, map[string]bool{"writer-preferring": true, "phase-fair": true, "rueidislock": true, "redsync": true}, "contended")
+	checkTables(t, stdout, map[string]bool{"writer-preferring": true, "phase-fair": true, "rueidislock": true, "redsync": true,
+		"writer-preferring-nocohorts": true, "phase-fair-nocohorts": true}, "contended")
 	if !strings.Contains(stderr, "redis-server not found on PATH") || !strings.Contains(stdout, "window 200ms") {
 		t.Errorf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
 	}
@@ -567,7 +575,8 @@ func TestWide(t *testing.T) {
 		"-contenders", "phase-fair,redislock", "-out", ""}
 	narrow, _ := runFairbench(t, args...)
 	wide, _ := runFairbench(t, append(args, "-wide")...)
-	skipped := map[string]bool{"redisson": true, "writer-preferring": true, "rueidislock": true, "redsync": true}
+	skipped := map[string]bool{"redisson": true, "writer-preferring": true, "rueidislock": true, "redsync": true,
+		"writer-preferring-nocohorts": true, "phase-fair-nocohorts": true}
 	for _, out := range []string{narrow, wide} {
 		checkTables(t, out, skipped, "contended", "handoff")
 	}

@@ -76,6 +76,8 @@ func writeFigures(dir string, picked []scenario, bySc [][]result, slots map[stri
 			err = f.queueCost(s, results)
 		case serverCost:
 			err = f.serverCost(results)
+		case arrival:
+			err = f.arrival(s, results)
 		default:
 			err = f.loop(s, results)
 		}
@@ -88,6 +90,20 @@ func writeFigures(dir string, picked []scenario, bySc [][]result, slots map[stri
 		return f.files, err
 	}
 	return append(f.files, index), nil
+}
+
+// arrival draws an arrival scenario's chart: the most holds of the stream
+// the other Client's writer waited for, with its p99 wait beside it.
+func (f *figures) arrival(s scenario, results []result) error {
+	var bars []chart.Bar
+	for _, r := range results {
+		if a := r.Arrival; a != nil {
+			bars = append(bars, chart.Bar{Label: r.Contender, Value: float64(a.HoldsMax),
+				Note: fmt.Sprintf("p99 wait %sms", f1(a.WaitP99MS)), Slot: f.slots[r.Contender]})
+		}
+	}
+	return f.draw(s.name+"-holds", s.name+": the most holds of the stream another Client's writer waited for (lower is better), its p99 wait beside it",
+		func(p, title string) error { return chart.Bars(p, title, "holds", bars, false) })
 }
 
 // loop draws a closed-loop scenario's charts.

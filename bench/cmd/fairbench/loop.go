@@ -42,6 +42,10 @@ func runLoop(ctx context.Context, r *redisEnv, s scenario, ct contender.Contende
 		cl := &s.classes[i]
 		own := make([]contender.Client, cl.clients)
 		for j := range own {
+			if s.oneClient && len(clients) > 0 {
+				own[j] = clients[0] // every class on the one client
+				continue
+			}
 			c, err := ct.Open(r.option)
 			if err != nil {
 				return nil, err

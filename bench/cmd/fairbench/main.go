@@ -9,10 +9,14 @@
 // watchdog's cost per renewal round. Its contended scenarios (8 writers
 // on one name, on 1, 2 or 4 clients) also put every contender's grants/s
 // beside the fastest peer's, with Jain's index and the waits on the same
-// row: what barging buys the peers. Its server-cost scenario measures what
-// a lock+unlock costs the server: Redis main-thread CPU, commands and
-// scripts per uncontended cycle (writes, and reads for the policies) and
-// per contended grant, and uncontended cycles/s, for every contender and
+// row: what barging buys the peers. Its cohort-yield scenario measures what
+// a writer of another client waits for behind one client's stream of
+// writes, in ms and in holds of the stream; where cohorts change who is
+// granted next, the fair policies also run with fairrw.WithCohorts(false).
+// Its server-cost scenario measures what a lock+unlock costs the server:
+// Redis main-thread CPU, commands and scripts per uncontended cycle
+// (writes, and reads for the policies) and per contended grant, and
+// uncontended cycles/s, for every contender and
 // fairrw's Mutex, next to two bare script pairs measured in the same run
 // (HGET/HSET/PEXPIRE then HEXISTS/DEL/PUBLISH, and SET then DEL), with
 // fairbench's own CPU per cycle beside them. It ends with a verdict
@@ -27,7 +31,7 @@
 //	    [-out fairbench-out] [-json results.json]
 //	    [-addr host:port | -redis auto|server|miniredis]
 //
-// The default set takes under two minutes on two CPUs: every
+// The default set takes about two minutes on two CPUs: every
 // scenario but queue-cost once, with a 1s window (the first go run also
 // compiles, for about a minute more). -full runs every scenario,
 // queue-cost included, with 5s windows three times and reports medians
@@ -44,9 +48,11 @@
 // index.html to open first) to the -out folder. A run (one scenario by one
 // contender) that fails, or passes its time limit (-timeout), is reported
 // under its scenario and skipped, and a contender that stalls is skipped
-// in the scenarios after: every other run is still printed and charted.
-// It then exits non-zero, as it does when interrupted (Ctrl-C prints the
-// runs that ended).
+// in the scenarios after: every other run is still printed and charted,
+// and the verdict names what was skipped. A peer library's failures leave
+// the exit status 0; a failure of fairrw's own (a policy, a baseline pair)
+// makes it non-zero, as being interrupted does (Ctrl-C prints the runs
+// that ended).
 package main
 
 import (
@@ -58,6 +64,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,9 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // allContenders are the contenders fairbench knows: contender.All, then
-// the Extras, which run in server-cost only (scenario.runs).
+// the Extras, which run in server-cost only, and the fair policies with
+// cohorts off, which run where cohorts change who is granted next
+// (scenario.runs).
 func allContenders() []contender.Contender {
-	return append(contender.All(), contender.Extras()...)
+	return slices.Concat(contender.All(), contender.Extras(), contender.CohortsOff())
 }
 
 // runWith is run over the contenders all (-contenders picks among them).
@@ -146,6 +155,9 @@ func runWith(ctx context.Context, args []string, all []contender.Contender, stdo
 	bySc := runAll(ctx, r, opt, rep, stderr)
 	setPeerRatios(opt.scenarios, bySc, opt.contenders, rep.Results)
 	verdict := verdictOf(opt.scenarios, bySc, opt.contenders, opt.bound)
+	if l, ok := skippedVerdict(rep.Failures, opt.contenders); ok {
+		verdict = append(verdict, l)
+	}
 	if err := writeText(stdout, rep, opt, bySc, verdict); err != nil {
 		return err
 	}
@@ -163,13 +175,39 @@ func runWith(ctx context.Context, args []string, all []contender.Contender, stdo
 		}
 		fmt.Fprintf(stderr, "fairbench: results written to %s\n", opt.jsonPath)
 	}
-	switch {
+	switch ours := oursFailed(rep.Failures, opt.contenders); {
 	case rep.Interrupted:
 		return fmt.Errorf("interrupted: the results above are those of the runs that ended: %w", ctx.Err())
-	case len(rep.Failures) > 0:
-		return fmt.Errorf("%d run(s) failed or stalled (listed above, under their scenario); the others are reported", len(rep.Failures))
+	case ours > 0:
+		return fmt.Errorf("%d run(s) of fairrw's own failed or stalled (listed above, under their scenario); the others are reported", ours)
 	}
+	// A peer library's runs that failed or stalled were reported, skipped
+	// and named in the verdict: the run measured what it could.
 	return nil
+}
+
+// oursFailed counts the failures of runs of fairrw's own: its contenders
+// and the baseline pairs (server-cost). A peer library's failure is the
+// peer's, not the run's.
+func oursFailed(failures []failure, cts []contender.Contender) int {
+	n := 0
+	for _, f := range failures {
+		if !isPeer(f.Contender, cts) {
+			n++
+		}
+	}
+	return n
+}
+
+// isPeer reports whether name is a contender of cts from another library
+// than fairrw.
+func isPeer(name string, cts []contender.Contender) bool {
+	for _, c := range cts {
+		if c.Name == name {
+			return c.Library != "fairrw"
+		}
+	}
+	return false // a baseline pair
 }
 
 // newReport starts the report of a run: its settings, machine, Redis and
@@ -310,6 +348,14 @@ func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender
 		return runQueueCost(ctx, r, s, ct, name, rep, opt)
 	case serverCost:
 		return runServerCost(ctx, r, s, ct, name, rep, opt)
+	case arrival:
+		start := time.Now()
+		o, err := runArrival(ctx, r, s, ct, name, opt.window)
+		if err != nil {
+			return result{}, err
+		}
+		return result{Scenario: s.name, Contender: ct.Name, Rep: rep, WindowS: opt.window.Seconds(),
+			ElapsedS: time.Since(start).Seconds(), Arrival: o}, nil
 	}
 	o, err := runLoop(ctx, r, s, ct, name, opt.window)
 	if err != nil {
@@ -327,6 +373,8 @@ func progressNote(res result) string {
 		return ""
 	case res.ServerCost != nil:
 		return res.ServerCost.progress()
+	case res.Arrival != nil:
+		return fmt.Sprintf(" (%d arrivals)", res.Arrival.Arrivals)
 	case res.Queue != nil:
 		var parts []string
 		for _, q := range res.Queue {

@@ -128,6 +128,9 @@ type result struct {
 	// ServerCost is the Redis and client cost per cycle (server-cost
 	// scenario).
 	ServerCost *serverCostOutcome `json:"server_cost,omitempty"`
+	// Arrival is what another Client's writer waited for behind one
+	// Client's stream (cohort-yield).
+	Arrival *arrivalOutcome `json:"arrival,omitempty"`
 	// RedisCPUGrowth is the redis-server CPU per grant at the longest
 	// queue over that at the shortest (queue-cost scenario; for the
 	// medians, that of the median costs); absent without commandstats.

@@ -20,6 +20,7 @@ const (
 	renewal                // one process holding many leases: the watchdog's cost
 	queueCost              // closed loops of one shape at several queue lengths: cost per grant by length
 	serverCost             // tight lock+unlock loops, uncontended and contended: the server's cost per cycle
+	arrival                // one client's stream of writes, another client's writer arriving: its wait, in ms and in holds
 )
 
 // class is one class of closed-loop workers on a scenario's lock: each
@@ -67,11 +68,15 @@ type scenario struct {
 	label string
 	// oneClient makes a handoff scenario's holder and waiter two handles
 	// of one client (a release's waiter in the same process), rather than
-	// of two.
+	// of two; a closed-loop scenario's classes share one client.
 	oneClient bool
 	// optional scenarios are left out of the default set, which is meant
-	// to take under two minutes; -scenarios or -full runs them.
+	// to take about two minutes; -scenarios or -full runs them.
 	optional bool
+	// cohorts marks the scenarios where fairrw's cohorts and shared reads
+	// change who is granted next: the fair policies with cohorts off
+	// (contender.CohortsOff) run beside them there, and only there.
+	cohorts bool
 }
 
 // role is what the verdict reads from a scenario.
@@ -83,6 +88,7 @@ const (
 	throughput        // the policies' grants/s
 	fairnessCost      // every contender's grants/s, Jain's index and waits against the fastest peer's
 	serverCosts       // Redis CPU and throughput per cycle against the bare script pairs
+	yieldBound        // what another Client's writer waits for behind a busy Client, in holds and ms
 )
 
 // exclusive reports whether the scenario asks only for write holds, so
@@ -104,12 +110,15 @@ func (s *scenario) runs(ct contender.Contender) bool {
 	if extra(ct) && s.kind != serverCost {
 		return false
 	}
+	if cohortsOff(ct) && !s.cohorts {
+		return false
+	}
 	switch s.kind {
 	case serverCost:
 		return true
 	case renewal:
 		return ct.Renews
-	case handoff:
+	case handoff, arrival:
 		return true
 	}
 	return ct.Reads || s.exclusive()
@@ -150,8 +159,9 @@ func contended(name string, clients int) scenario {
 		classes: []class{
 			{kind: fairness.Writer, workers: contendedWriters, clients: clients},
 		},
-		role:  fairnessCost,
-		label: "contended, " + label,
+		role:    fairnessCost,
+		label:   "contended, " + label,
+		cohorts: true,
 	}
 }
 
@@ -240,6 +250,33 @@ var scenarios = []scenario{
 			{kind: fairness.Reader, workers: 4, clients: 2, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
 		},
 		role: starvation, exposes: fairness.Reader,
+		cohorts: true,
+	},
+	{
+		// The writer-stream above with every worker on one client, as a
+		// service's own goroutines: its cohort could pass the write among
+		// its writers while its readers wait.
+		name:      "writer-stream-1client",
+		about:     "2 writers (hold 20ms, no think) and 3 readers (hold 5ms, think 5-10ms) on one client: a stream of writes its readers wait behind",
+		oneClient: true,
+		classes: []class{
+			{kind: fairness.Writer, workers: 2, clients: 1, hold: 20 * time.Millisecond},
+			{kind: fairness.Reader, workers: 3, clients: 1, hold: 5 * time.Millisecond, thinkMin: 5 * time.Millisecond, thinkMax: 10 * time.Millisecond},
+		},
+		role: starvation, exposes: fairness.Reader,
+		cohorts: true,
+	},
+	{
+		name: "cohort-yield",
+		about: "4 writers on one client stream writes (hold 2ms, no think); a writer of another client asks every 20-30ms (hold 1ms): " +
+			"its wait, and the holds of the stream granted meanwhile",
+		kind: arrival,
+		classes: []class{
+			{kind: fairness.Writer, workers: 4, clients: 1, hold: 2 * time.Millisecond},
+			{kind: fairness.Writer, workers: 1, clients: 1, hold: time.Millisecond, thinkMin: 20 * time.Millisecond, thinkMax: 30 * time.Millisecond},
+		},
+		role:    yieldBound,
+		cohorts: true,
 	},
 	mixed(0.50),
 	mixed(0.90),
@@ -380,4 +417,9 @@ func (s *scenario) limit(window time.Duration, leases []int) time.Duration {
 // contender.All).
 func extra(ct contender.Contender) bool {
 	return slices.ContainsFunc(contender.Extras(), func(c contender.Contender) bool { return c.Name == ct.Name })
+}
+
+// cohortsOff reports whether ct is one of contender.CohortsOff.
+func cohortsOff(ct contender.Contender) bool {
+	return slices.ContainsFunc(contender.CohortsOff(), func(c contender.Contender) bool { return c.Name == ct.Name })
 }

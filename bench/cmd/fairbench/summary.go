@@ -121,6 +121,17 @@ func medianOf(reps []result) result {
 	if first.ServerCost != nil {
 		m.ServerCost = medianServerCost(reps)
 	}
+	if first.Arrival != nil {
+		var all []*arrivalOutcome
+		for _, r := range reps {
+			all = append(all, r.Arrival)
+		}
+		m.Arrival = medianFields(all)
+		// The worst of every repetition: the bound is a worst case.
+		for _, a := range all {
+			m.Arrival.HoldsMax = max(m.Arrival.HoldsMax, a.HoldsMax)
+		}
+	}
 	if first.Queue != nil {
 		m.Queue = medianQueue(reps)
 		// The ratio of the medians shown, rather than the median of the

@@ -53,6 +53,8 @@ func writeScenario(w io.Writer, s scenario, results []result, failures []failure
 		err = writeQueueCost(w, s, results)
 	case s.kind == serverCost:
 		err = writeServerCost(w, results)
+	case s.kind == arrival:
+		err = writeArrival(w, results)
 	default:
 		err = writeLoop(w, results, wide)
 		if err == nil && s.role == fairnessCost {

@@ -76,6 +76,10 @@ func verdictOf(scs []scenario, bySc [][]result, cts []contender.Contender, bound
 			}
 		case serverCosts:
 			server = append(server, serverCostVerdict(bySc[i], ours)...)
+		case yieldBound:
+			if l, ok := arrivalVerdict(s, bySc[i]); ok {
+				costs = append(costs, l)
+			}
 		}
 	}
 	if l, ok := throughputVerdict(tput, tputResults, policy); ok {
@@ -216,7 +220,13 @@ func verdictText(lines []verdictLine) []string {
 	var out []string
 	indent := strings.Repeat(" ", verdictTopicWidth)
 	for _, l := range lines {
-		out = append(out, wrapText(fmt.Sprintf("%-*s", verdictTopicWidth, l.Topic), indent, l.Text, maxColumns)...)
+		first := fmt.Sprintf("%-*s", verdictTopicWidth, l.Topic)
+		if len(l.Topic) >= verdictTopicWidth {
+			// A long topic (a scenario's name) on its own line.
+			out = append(out, l.Topic)
+			first = indent
+		}
+		out = append(out, wrapText(first, indent, l.Text, maxColumns)...)
 	}
 	return out
 }
@@ -233,4 +243,30 @@ func writeVerdict(w io.Writer, lines []verdictLine) {
 	for _, l := range verdictText(lines) {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// skippedVerdict names the contenders whose runs failed or stalled and
+// were left out: where, after how long, and, for a stall, that the
+// contender sat out the scenarios after. None: no line.
+func skippedVerdict(failures []failure, cts []contender.Contender) (verdictLine, bool) {
+	if len(failures) == 0 {
+		return verdictLine{}, false
+	}
+	var parts []string
+	for _, f := range failures {
+		what := "failed"
+		if f.Stalled {
+			what = "stalled"
+		}
+		who := f.Contender
+		if !isPeer(f.Contender, cts) {
+			who += " (fairrw's own)"
+		}
+		part := fmt.Sprintf("%s %s in %s after %.1fs", who, what, f.Scenario, f.AfterS)
+		if f.Stalled {
+			part += ", and sat out the scenarios after"
+		}
+		parts = append(parts, part)
+	}
+	return verdictLine{Topic: "skipped", Text: strings.Join(parts, "; ") + " (reported under each scenario; the comparisons above leave them out)"}, true
 }

@@ -27,7 +27,8 @@ const (
 const Colors = len(palette)
 
 // palette is Okabe and Ito's colorblind-safe palette (without its yellow,
-// too light on white), then grey.
+// too light on white), two darker shades of its blue and vermillion, then
+// grey.
 var palette = [...]color.Color{
 	color.NRGBA{0x00, 0x72, 0xB2, 0xFF}, // blue
 	color.NRGBA{0xD5, 0x5E, 0x00, 0xFF}, // vermillion
@@ -36,6 +37,8 @@ var palette = [...]color.Color{
 	color.NRGBA{0xE6, 0x9F, 0x00, 0xFF}, // orange
 	color.NRGBA{0x56, 0xB4, 0xE9, 0xFF}, // sky blue
 	color.NRGBA{0x00, 0x00, 0x00, 0xFF}, // black
+	color.NRGBA{0x00, 0x3D, 0x60, 0xFF}, // dark blue
+	color.NRGBA{0x7A, 0x36, 0x00, 0xFF}, // brown
 	color.NRGBA{0x88, 0x88, 0x88, 0xFF}, // grey
 }
 

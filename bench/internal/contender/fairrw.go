@@ -3,6 +3,7 @@ package contender
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -26,6 +27,20 @@ func writerPreferringContender() Contender {
 func phaseFairContender() Contender {
 	return fairrwContender("phase-fair", fairrw.PhaseFair(), "pubsub (PTTL timer as a fallback)",
 		fairrwDefaults+"; WithPolicy(PhaseFair())")
+}
+
+// CohortsOff returns the fair policies with fairrw.WithCohorts(false),
+// "writer-preferring-nocohorts" and "phase-fair-nocohorts": every grant
+// through Redis, in strict FIFO order across Clients. Not in All: the
+// scenarios where cohorts change who is granted next run them beside the
+// policies with cohorts on (the default).
+func CohortsOff() []Contender {
+	return []Contender{
+		fairrwContender("writer-preferring-nocohorts", fairrw.WriterPreferring(), "pubsub (PTTL timer as a fallback)",
+			fairrwDefaults+"; WithCohorts(false): no cohorts, no shared reads", fairrw.WithCohorts(false)),
+		fairrwContender("phase-fair-nocohorts", fairrw.PhaseFair(), "pubsub (PTTL timer as a fallback)",
+			fairrwDefaults+"; WithPolicy(PhaseFair()), WithCohorts(false): no cohorts, no shared reads", fairrw.WithCohorts(false)),
+	}
 }
 
 // mutexContender is fairrw's Mutex (the wire format of Java Redisson's
@@ -53,7 +68,7 @@ func mutexContender() Contender {
 	}
 }
 
-func fairrwContender(name string, p fairrw.Policy, wake, settings string) Contender {
+func fairrwContender(name string, p fairrw.Policy, wake, settings string, extra ...fairrw.Option) Contender {
 	return Contender{
 		Name:     name,
 		Library:  "fairrw",
@@ -62,10 +77,10 @@ func fairrwContender(name string, p fairrw.Policy, wake, settings string) Conten
 		Wake:     wake,
 		Settings: settings,
 		Open: func(opt rueidis.ClientOption) (Client, error) {
-			return openFairrw(opt, p)
+			return openFairrw(opt, p, extra...)
 		},
 		openLeased: func(opt rueidis.ClientOption, lease time.Duration) (Client, time.Duration, error) {
-			c, err := openFairrw(opt, p, fairrw.WithLeaseTime(lease))
+			c, err := openFairrw(opt, p, append(slices.Clip(extra), fairrw.WithLeaseTime(lease))...)
 			return c, lease / 3, err // fairrw renews every third of the lease
 		},
 		supports: fairrwSupports,

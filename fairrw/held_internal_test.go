@@ -1,0 +1,141 @@
+package fairrw
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// TestNothingKeptAfterBusyRuns: after every sequence the API allows on one
+// name from many goroutines of one Client (cohort writes, shared reads,
+// reentrant and downgraded holds with their own leases, TryLocks,
+// cancellations at random, Unlocks twice), once every call returned and
+// every Lease was unlocked, the Client keeps nothing of them: no owner it
+// believes Redis may keep a hold of (heldOwners), no cohort, no
+// subscription a busy cohort kept, no shared read; and the name is free.
+// Under both policies that have cohorts, on a redis-server (client
+// tracking: the cohorts learn who waits).
+func TestNothingKeptAfterBusyRuns(t *testing.T) {
+	r := redistest.Start(t)
+	for _, p := range []Policy{WriterPreferring(), PhaseFair()} {
+		t.Run(p.String(), func(t *testing.T) {
+			c, err := New(WithClientOption(r.ClientOption()), WithPolicy(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			name := "kept:" + p.String()
+			m := c.RWMutex(name)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(g), 7))
+					for range 40 {
+						busyStep(t, rng, m)
+					}
+				})
+			}
+			wg.Wait()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				held, cohorts, groups, shares := c.kept()
+				if held == 0 && cohorts == 0 && groups == 0 && shares == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after every Lease was unlocked the Client keeps %d held owners, %d cohorts, %d wait groups, %d shared reads",
+						held, cohorts, groups, shares)
+				}
+				time.Sleep(10 * time.Millisecond) // declined passes and give-backs end in the background
+			}
+			l, err := m.TryLock(context.Background())
+			if err != nil {
+				t.Fatalf("the name is not free after the runs: %v", err)
+			}
+			if err := l.Unlock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// busyStep is one random step of TestNothingKeptAfterBusyRuns: a Lock or an
+// RLock (sometimes cancelled at once, or soon), held a moment, with a
+// further hold of its own lease now and then, unlocked (sometimes twice).
+func busyStep(t *testing.T, rng *rand.Rand, m *RWMutex) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	switch rng.IntN(10) {
+	case 0:
+		cancel() // given up at once
+	case 1:
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, time.Duration(rng.IntN(3))*time.Millisecond)
+		defer c2()
+	}
+	var l *Lease
+	var err error
+	switch rng.IntN(4) {
+	case 0:
+		l, err = m.RLock(ctx)
+	case 1:
+		l, err = m.TryLock(ctx)
+	default:
+		l, err = m.Lock(ctx)
+	}
+	if err != nil {
+		return
+	}
+	var further *Lease
+	if rng.IntN(4) == 0 {
+		mode := Read
+		if l.mode == Write && rng.IntN(2) == 0 {
+			mode = Write
+		}
+		var ferr error
+		if mode == Read {
+			further, ferr = l.RLock(context.Background(), WithLease(time.Duration(50+rng.IntN(200))*time.Millisecond))
+		} else {
+			further, ferr = l.Lock(context.Background(), WithLease(time.Duration(50+rng.IntN(200))*time.Millisecond))
+		}
+		if ferr != nil {
+			further = nil
+		}
+	}
+	time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+	if further != nil && rng.IntN(2) == 0 {
+		_ = further.Unlock(context.Background())
+		further = nil
+	}
+	if err := l.Unlock(context.Background()); err != nil && l.Err() == nil {
+		t.Errorf("Unlock: %v", err)
+	}
+	if rng.IntN(8) == 0 {
+		_ = l.Unlock(context.Background()) // twice: ErrNotHeld
+	}
+	if further != nil {
+		_ = further.Unlock(context.Background())
+	}
+}
+
+// kept returns what the Client keeps of its locks: owners Redis may keep
+// a hold of, cohorts, wait groups, shared reads.
+func (c *Client) kept() (held, cohorts, groups, shares int) {
+	c.held.mu.Lock()
+	held = len(c.held.m)
+	c.held.mu.Unlock()
+	c.cohorts.mu.Lock()
+	cohorts = len(c.cohorts.m)
+	c.cohorts.mu.Unlock()
+	c.waits.mu.Lock()
+	groups = len(c.waits.groups)
+	c.waits.mu.Unlock()
+	c.shares.mu.Lock()
+	shares = len(c.shares.byName)
+	c.shares.mu.Unlock()
+	return held, cohorts, groups, shares
+}
