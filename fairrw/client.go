@@ -151,6 +151,7 @@ func New(opts ...Option) (*Client, error) {
 	} else {
 		opt := *cfg.clientOption
 		c.warnInsecureTLS(opt)
+		ownDial := opt.DialCtxFn != nil || opt.DialFn != nil
 		opt.DialCtxFn = tel.dialer(&opt) // every dial and connection reported (redis_health.go)
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
 			// rueidis's default OPTIN tracking follows only the keys read by
@@ -160,7 +161,7 @@ func New(opts ...Option) (*Client, error) {
 			c.tracking = true
 			c.sharing = c.cohorting
 		}
-		if err := c.connect(opt, cfg.publish); err != nil {
+		if err := c.connect(opt, ownDial, cfg.publish); err != nil {
 			return nil, err
 		}
 	}

@@ -35,9 +35,12 @@ const (
 // connector is the state of a Client's first connection, made in the
 // background.
 type connector struct {
-	addr  string        // the addresses it dials, for errors
-	tls   bool          // it dials with TLS
-	ready chan struct{} // closed once connected (c.rdb and the rest set)
+	addr string // the addresses it dials, for errors
+	tls  bool   // it dials with TLS
+	// ownDial: the caller's DialCtxFn or DialFn dials, not rueidis (the
+	// Client's own wrapper, telemetry.dialer, does not count).
+	ownDial bool
+	ready   chan struct{} // closed once connected (c.rdb and the rest set)
 	// failed is closed when connecting failed for good (err says why).
 	failed chan struct{}
 	stop   context.CancelFunc
@@ -53,9 +56,9 @@ type connector struct {
 // client tracking, a wrong password, TLS against a server without it) is
 // New's answer; Redis that cannot be reached now (see ErrUnavailable) is
 // tried again in the background until it answers or the Client closes.
-func (c *Client) connect(opt rueidis.ClientOption, publish publishCommand) error {
+func (c *Client) connect(opt rueidis.ClientOption, ownDial bool, publish publishCommand) error {
 	ctx, stop := context.WithCancel(context.Background())
-	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), tls: opt.TLSConfig != nil,
+	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), tls: opt.TLSConfig != nil, ownDial: ownDial,
 		ready: make(chan struct{}), failed: make(chan struct{}), stop: stop}
 	c.addr = c.conn.addr
 	go c.redial(ctx, opt, publish)
@@ -84,13 +87,13 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 		if !first && sleepCtx(ctx, nil, backoff) != nil {
 			return
 		}
-		rdb, p, err := dial(opt, publish)
+		rdb, p, err := dial(opt, conn.ownDial, publish)
 		if refusesTracking(err, opt) {
 			// The ACL user may not use client tracking (a tenant on a
 			// shared Redis, docs/acl.md): connect without it, now and on
 			// every later try.
 			opt = withoutTracking(opt)
-			rdb, p, err = dial(opt, publish)
+			rdb, p, err = dial(opt, conn.ownDial, publish)
 		}
 		c.mu.Lock()
 		switch {
@@ -126,8 +129,9 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 	}
 }
 
-// dial makes a rueidis client and learns how to publish on it.
-func dial(opt rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, error) {
+// dial makes a rueidis client and learns how to publish on it. ownDial
+// says that the caller's dial function dials (see connector).
+func dial(opt rueidis.ClientOption, ownDial bool, publish publishCommand) (rueidis.Client, string, error) {
 	addr := strings.Join(opt.InitAddress, ",")
 	rdb, err := rueidis.NewClient(opt)
 	if refusedByACL(err) {
@@ -144,10 +148,10 @@ func dial(opt rueidis.ClientOption, publish publishCommand) (rueidis.Client, str
 	if err != nil && opt.TLSConfig != nil && timedOut(err) {
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (the TLS handshake got no answer: is the server serving TLS?)", addr, err)
 	}
-	if refusal := tlsRefusal(err, opt); refusal != nil {
+	if refusal := tlsRefusal(err, opt, ownDial); refusal != nil {
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (%s)", addr, refusal, tlsRefusalHint(refusal, opt.TLSConfig))
 	}
-	if tlsPort := plainToTLS(err, opt); tlsPort != nil {
+	if tlsPort := plainToTLS(err, opt, ownDial); tlsPort != nil {
 		// Not wrapping the reset: waiting would not cure it.
 		return nil, "", fmt.Errorf("fairrw: connect to %s: %v", addr, tlsPort)
 	}

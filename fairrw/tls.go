@@ -44,14 +44,18 @@ func tlsRefused(err error) bool {
 // succeed, and its alert races the client's first write: the client sees
 // the alert, or only a reset connection. A reset or closed TLS connection
 // is then tried once more, reading the server's alert, if any, as the
-// client's first write would have.
-func tlsRefusal(err error, opt rueidis.ClientOption) error {
+// client's first write would have. ownDial says that the caller dials
+// (DialCtxFn or DialFn): its dialer cannot be probed.
+func tlsRefusal(err error, opt rueidis.ClientOption, ownDial bool) error {
 	switch {
 	case err == nil || opt.TLSConfig == nil:
 		return nil
 	case tlsRefused(err):
 		return err
 	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		if ownDial {
+			return nil
+		}
 		return probeTLS(opt)
 	}
 	return nil
@@ -59,9 +63,9 @@ func tlsRefusal(err error, opt rueidis.ClientOption) error {
 
 // probeTLS makes a TLS connection to each address of opt, and waits a
 // moment for the server's alert. It returns the first alert, or nil.
-// Sentinel and a dialer of the caller's (DialCtxFn) are not probed.
+// Sentinel is not probed.
 func probeTLS(opt rueidis.ClientOption) error {
-	if opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" {
+	if opt.Sentinel.MasterSet != "" {
 		return nil
 	}
 	timeout := opt.Dialer.Timeout
@@ -115,9 +119,10 @@ func tlsRefusalHint(err error, cfg *tls.Config) string {
 // closes a connection that does not start with a TLS handshake, and the
 // client sees only a reset. The probe makes a TLS handshake without
 // verifying the server (it only asks whether it speaks TLS) and sends
-// nothing.
-func plainToTLS(err error, opt rueidis.ClientOption) error {
-	if err == nil || opt.TLSConfig != nil || opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" ||
+// nothing. ownDial says that the caller dials (DialCtxFn or DialFn): its
+// dialer cannot be probed.
+func plainToTLS(err error, opt rueidis.ClientOption, ownDial bool) error {
+	if err == nil || opt.TLSConfig != nil || ownDial || opt.Sentinel.MasterSet != "" ||
 		!(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
 	}

@@ -91,7 +91,7 @@ func TestTLSRefusalProbe(t *testing.T) {
 	}
 
 	strict := tlsServer(t, cert, pool, tls.RequireAndVerifyClientCert)
-	err := tlsRefusal(reset, option(strict))
+	err := tlsRefusal(reset, option(strict), false)
 	if !tlsRefused(err) || !strings.Contains(err.Error(), "certificate required") {
 		t.Fatalf("a reset from a server that wants a client certificate: %v, want its alert", err)
 	}
@@ -101,7 +101,7 @@ func TestTLSRefusalProbe(t *testing.T) {
 	}
 
 	lenient := tlsServer(t, cert, pool, tls.NoClientCert)
-	if err := tlsRefusal(reset, option(lenient)); err != nil {
+	if err := tlsRefusal(reset, option(lenient), false); err != nil {
 		t.Errorf("a reset from a server that accepts the client: %v, want no refusal", err)
 	}
 	if !unavailable(reset, true) {
@@ -109,10 +109,10 @@ func TestTLSRefusalProbe(t *testing.T) {
 	}
 
 	alert := &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}
-	if err := tlsRefusal(alert, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}, TLSConfig: &tls.Config{}}); err != alert {
+	if err := tlsRefusal(alert, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}, TLSConfig: &tls.Config{}}, false); err != alert {
 		t.Errorf("an alert: %v, want it as it is", err)
 	}
-	if err := tlsRefusal(reset, rueidis.ClientOption{InitAddress: []string{strict}}); err != nil {
+	if err := tlsRefusal(reset, rueidis.ClientOption{InitAddress: []string{strict}}, false); err != nil {
 		t.Errorf("a reset without TLS: %v, want no refusal", err)
 	}
 
@@ -147,7 +147,7 @@ func TestPlainToTLS(t *testing.T) {
 	cert, pool := selfSigned(t)
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	tlsAddr := tlsServer(t, cert, pool, tls.NoClientCert)
-	err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}})
+	err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}, false)
 	if err == nil || !strings.Contains(err.Error(), "speaks TLS") || !strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("a plain connection reset by a TLS server: %v, want it said", err)
 	}
@@ -170,14 +170,17 @@ func TestPlainToTLS(t *testing.T) {
 		}
 	}()
 	defer func() { _ = ln.Close(); <-done }()
-	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{ln.Addr().String()}}); err != nil {
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{ln.Addr().String()}}, false); err != nil {
 		t.Errorf("a plain server: %v, want nothing said", err)
 	}
-	if err := plainToTLS(errors.New("WRONGPASS"), rueidis.ClientOption{InitAddress: []string{tlsAddr}}); err != nil {
+	if err := plainToTLS(errors.New("WRONGPASS"), rueidis.ClientOption{InitAddress: []string{tlsAddr}}, false); err != nil {
 		t.Errorf("another error: %v, want nothing said", err)
 	}
-	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}, TLSConfig: &tls.Config{}}); err != nil {
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}, TLSConfig: &tls.Config{}}, false); err != nil {
 		t.Errorf("a TLS Client: %v, want nothing said (tlsRefusal's case)", err)
+	}
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}, true); err != nil {
+		t.Errorf("a Client whose caller dials: %v, want nothing probed", err)
 	}
 }
 
