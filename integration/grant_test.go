@@ -234,7 +234,12 @@ func ghostQueue(t *testing.T, raw rueidis.Client, p fairrw.Policy, name, owner s
 func TestGrantLostMessage(t *testing.T) {
 	forFairPolicies(t, redistest.Start(t), "grant:lost", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
 		opts := []fairrw.Option{fairrw.WithPolicy(p), fairrw.WithLeaseTime(time.Minute)} // retry bound 20s
-		holderC := newClient(t, r, transports[1], opts...)
+		// Under RESP3 the kill below also cuts the holder's connection
+		// (it carries its subscriptions): when its Unlock's first try dies
+		// with it, the release keeps its latch for the accept window (2x
+		// the unlock timeout: a copy of that try may still arrive), so a
+		// short unlock timeout lets forFairPolicies see it expire.
+		holderC := newClient(t, r, transports[1], append(opts, fairrw.WithUnlockTimeout(time.Second))...)
 		waiterC := newClient(t, r, transports[1], opts...)
 		h := mustLock(t, holderC.RWMutex(name), fairrw.Write)
 		w := queueWriter(t, testCtx(t), raw, waiterC.RWMutex(name))
