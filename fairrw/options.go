@@ -50,34 +50,36 @@ const (
 )
 
 type config struct {
-	client        rueidis.Client
-	clientOption  *rueidis.ClientOption
-	policy        Policy
-	leaseTime     time.Duration
-	unlockTimeout time.Duration
-	publish       publishCommand
-	tracking      bool
-	tracer        trace.TracerProvider // nil: the global one
-	meter         metric.MeterProvider // nil: the global one
-	logger        *slog.Logger         // nil: silent
-	syncReplicas  int
-	syncTimeout   time.Duration
-	protocol      int                                 // 0: wire.Protocol (withProtocol)
-	namespace     string                              // WithNamespace; "" for none
-	cohorts       bool                                // WithCohorts
-	deployment    string                              // WithDeployment; "": the Redis addresses
-	show          func(string) string                 // WithRedactedNames; nil: names as they are
-	wrap          func(rueidis.Client) rueidis.Client // WithRedisWrapper
-	noRoundTrips  bool                                // WithRedisSpans(false)
+	client         rueidis.Client
+	clientOption   *rueidis.ClientOption
+	policy         Policy
+	leaseTime      time.Duration
+	unlockTimeout  time.Duration
+	connectTimeout time.Duration
+	publish        publishCommand
+	tracking       bool
+	tracer         trace.TracerProvider // nil: the global one
+	meter          metric.MeterProvider // nil: the global one
+	logger         *slog.Logger         // nil: silent
+	syncReplicas   int
+	syncTimeout    time.Duration
+	protocol       int                                 // 0: wire.Protocol (withProtocol)
+	namespace      string                              // WithNamespace; "" for none
+	cohorts        bool                                // WithCohorts
+	deployment     string                              // WithDeployment; "": the Redis addresses
+	show           func(string) string                 // WithRedactedNames; nil: names as they are
+	wrap           func(rueidis.Client) rueidis.Client // WithRedisWrapper
+	noRoundTrips   bool                                // WithRedisSpans(false)
 }
 
 func defaultConfig() config {
 	return config{
-		policy:        WriterPreferring(),
-		leaseTime:     defaultLeaseTime,
-		unlockTimeout: defaultUnlockTimeout,
-		tracking:      true,
-		cohorts:       true,
+		policy:         WriterPreferring(),
+		leaseTime:      defaultLeaseTime,
+		unlockTimeout:  defaultUnlockTimeout,
+		connectTimeout: defaultConnectTimeout,
+		tracking:       true,
+		cohorts:        true,
 	}
 }
 
@@ -359,6 +361,28 @@ func WithUnlockTimeout(d time.Duration) Option {
 			return fmt.Errorf("%w: unlock timeout %v is over a year", ErrInvalidOption, d)
 		}
 		cfg.unlockTimeout = d
+		return nil
+	})
+}
+
+// WithConnectTimeout bounds how long a call whose ctx has no deadline waits
+// for Redis while the Client cannot reach it: no connection yet (Redis
+// down, loading, busy, a stalled TLS handshake), or every try of an
+// acquire failing for want of Redis. The call then fails with an error
+// wrapping ErrUnavailable that names the address and the last error,
+// rather than wait silently; a Lock waiting for a lock that is held waits
+// on. A call with a deadline waits until its deadline. The default is 5s,
+// the dial timeout of rueidis and go-redis; d is positive and at most a
+// year, else New fails with ErrInvalidOption.
+func WithConnectTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
+		}
+		if d > maxSpan {
+			return fmt.Errorf("%w: connect timeout %v is over a year", ErrInvalidOption, d)
+		}
+		cfg.connectTimeout = d
 		return nil
 	})
 }

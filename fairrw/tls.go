@@ -61,7 +61,7 @@ func tlsRefusal(err error, opt rueidis.ClientOption) error {
 // moment for the server's alert. It returns the first alert, or nil.
 // Sentinel and a dialer of the caller's (DialCtxFn) are not probed.
 func probeTLS(opt rueidis.ClientOption) error {
-	if opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" {
+	if opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" {
 		return nil
 	}
 	timeout := opt.Dialer.Timeout
@@ -117,7 +117,7 @@ func tlsRefusalHint(err error, cfg *tls.Config) string {
 // verifying the server (it only asks whether it speaks TLS) and sends
 // nothing.
 func plainToTLS(err error, opt rueidis.ClientOption) error {
-	if err == nil || opt.TLSConfig != nil || opt.DialCtxFn != nil || opt.Sentinel.MasterSet != "" ||
+	if err == nil || opt.TLSConfig != nil || opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" ||
 		!(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
 	}
@@ -137,6 +137,40 @@ func plainToTLS(err error, opt rueidis.ClientOption) error {
 		}
 	}
 	return nil
+}
+
+// plainServer returns the address of opt at which a server answers Redis's
+// plain protocol (a PING), or "": a TLS Client whose handshake got no
+// answer from it talks TLS to a server without it, which waits for a line
+// that a TLS handshake does not end. A stalled endpoint answers the probe
+// no more than the handshake. Sentinel and a dialer of the caller's
+// (DialCtxFn) are not probed.
+func plainServer(opt rueidis.ClientOption) string {
+	if opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" {
+		return ""
+	}
+	timeout := opt.Dialer.Timeout
+	if timeout <= 0 {
+		timeout = rueidis.DefaultDialTimeout
+	}
+	wait := min(timeout, tlsProbeWait)
+	for _, addr := range opt.InitAddress {
+		conn, err := net.DialTimeout("tcp", addr, wait)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(wait))
+		_, err = conn.Write([]byte("PING\r\n"))
+		reply := make([]byte, 1)
+		if err == nil {
+			_, err = io.ReadFull(conn, reply)
+		}
+		_ = conn.Close()
+		if err == nil && (reply[0] == '+' || reply[0] == '-') {
+			return addr // "+PONG", or "-NOAUTH ...": Redis without TLS
+		}
+	}
+	return ""
 }
 
 // warnInsecureTLS logs a Client told not to verify the server's

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -95,17 +94,16 @@ func TestTLSRefusalProbe(t *testing.T) {
 	if !tlsRefused(err) || !strings.Contains(err.Error(), "certificate required") {
 		t.Fatalf("a reset from a server that wants a client certificate: %v, want its alert", err)
 	}
-	wrapped := fmt.Errorf("fairrw: connect to %s: %w", strict, err)
-	if unavailable(wrapped, true) {
-		t.Errorf("the alert %v reads as Redis unavailable", wrapped)
+	if explained, class := explainConnect(strict, reset, option(strict)); class == classRetry || !errors.Is(explained, ErrPermission) {
+		t.Errorf("the alert %v reads as Redis unavailable (class %d)", explained, class)
 	}
 
 	lenient := tlsServer(t, cert, pool, tls.NoClientCert)
 	if err := tlsRefusal(reset, option(lenient)); err != nil {
 		t.Errorf("a reset from a server that accepts the client: %v, want no refusal", err)
 	}
-	if !unavailable(reset, true) {
-		t.Errorf("a reset reads as final")
+	if explained, class := explainConnect(lenient, reset, option(lenient)); class != classRetry || !errors.Is(explained, ErrUnavailable) {
+		t.Errorf("a reset reads as final: %v (class %d)", explained, class)
 	}
 
 	alert := &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}
@@ -151,8 +149,8 @@ func TestPlainToTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "speaks TLS") || !strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("a plain connection reset by a TLS server: %v, want it said", err)
 	}
-	if unavailable(fmt.Errorf("fairrw: connect to %s: %v", tlsAddr, err), false) {
-		t.Errorf("a server that speaks TLS reads as unavailable")
+	if explained, class := explainConnect(tlsAddr, reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}); class == classRetry || !errors.Is(explained, ErrInvalidOption) {
+		t.Errorf("a server that speaks TLS reads as unavailable: %v (class %d)", explained, class)
 	}
 	ln, lerr := net.Listen("tcp", "127.0.0.1:0") // accepts and closes: no TLS
 	if lerr != nil {
