@@ -1,10 +1,16 @@
 package fairrw
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/redis/rueidis"
 )
@@ -160,4 +166,41 @@ func transient(err *rueidis.RedisError) bool {
 func redisOut(err *rueidis.RedisError) bool {
 	r, ok := replyOf(err)
 	return ok && r.outage
+}
+
+// asUnavailable returns err, the failure of one Redis call, wrapping
+// ErrUnavailable (errRedisTimeout when it timed out) when the call failed
+// for want of a connection: refused, reset, closed, not resolved, timed out
+// at the socket, or rueidis giving a connection up. Its message is err's;
+// errors.As still finds what it wraps. Errors Redis answered are left as
+// they are (rueidis.IsRedisErr reads them unwrapped), and so are the
+// caller's ctx's.
+func asUnavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := redisErrOf(err); ok {
+		return err
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
+		return tag(err.Error(), errRedisTimeout, err)
+	case errors.As(err, &op), errors.As(err, &dns), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, rueidis.ErrClosing), errors.Is(err, net.ErrClosed):
+		return tag(err.Error(), ErrUnavailable, err)
+	}
+	return err
+}
+
+// unavailableReason is reason(err), saying which Redis was unavailable
+// when err wraps ErrUnavailable without saying so itself.
+func unavailableReason(addr string, err error) string {
+	if errors.Is(err, ErrUnavailable) && !strings.Contains(err.Error(), "unavailable") && !strings.Contains(err.Error(), "did not answer") {
+		return fmt.Sprintf("Redis at %s unavailable: %s", addr, reason(err))
+	}
+	return reason(err)
 }

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	neturl "net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -147,7 +150,11 @@ func WithURL(url string) Option {
 			if errors.As(err, &uerr) {
 				err = uerr.Err // its URL may carry a password
 			}
-			return fmt.Errorf("%w: WithURL: %v", ErrInvalidOption, err)
+			hint := ""
+			if !strings.Contains(url, "://") {
+				hint = " (a URL starts with its scheme: redis://host:port, rediss:// for TLS, unix:///path for a socket)"
+			}
+			return fmt.Errorf("%w: WithURL: %v%s", ErrInvalidOption, err, hint)
 		}
 		if err := checkURLTLS(opt); err != nil {
 			return err
@@ -172,9 +179,41 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 		if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
 			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
 		}
+		if err := checkAddresses(opt); err != nil {
+			return err
+		}
 		cfg.clientOption = &opt // the last of WithClientOption and WithURL counts
 		return nil
 	})
+}
+
+// checkAddresses refuses what no dial can reach: an address without a
+// port, a port out of range, a negative DB index. A caller's dialer
+// (DialFn, DialCtxFn: a unix socket, say) reads the addresses its own way.
+func checkAddresses(opt rueidis.ClientOption) error {
+	if opt.SelectDB < 0 {
+		return fmt.Errorf("%w: DB index %d is negative (Redis numbers its databases from 0)", ErrInvalidOption, opt.SelectDB)
+	}
+	if opt.DialFn != nil || opt.DialCtxFn != nil {
+		return nil
+	}
+	for _, addr := range opt.InitAddress {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("%w: address %q: %v (want host:port, as in localhost:6379)", ErrInvalidOption, addr, err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			if _, lerr := net.LookupPort("tcp", port); lerr != nil {
+				return fmt.Errorf("%w: address %q: port %q is not a number (want host:port, as in localhost:6379)", ErrInvalidOption, addr, port)
+			}
+			continue
+		}
+		if n < 1 || n > 65535 {
+			return fmt.Errorf("%w: address %q: port %d is out of range (1 to 65535)", ErrInvalidOption, addr, n)
+		}
+	}
+	return nil
 }
 
 // WithTracerProvider makes the Client trace acquires, Unlocks, watchdog rounds
