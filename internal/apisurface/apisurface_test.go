@@ -15,8 +15,14 @@ import (
 
 // maxExported is the public API's budget: 90 exported identifiers across
 // the public packages (156 before it was cut), and one since for
-// WithCohorts, the off switch of lock cohorting.
-const maxExported = 91
+// WithCohorts, the off switch of lock cohorting; plus connectTimeoutOption.
+const maxExported = 91 + connectTimeoutOption
+
+// connectTimeoutOption is WithConnectTimeout (issue 31): the bound on the
+// wait of a call whose ctx has no deadline for a Redis the Client cannot
+// reach, after which it fails with ErrUnavailable instead of waiting
+// silently.
+const connectTimeoutOption = 1
 
 // TestExportedIdentifiers counts the public API.
 //
