@@ -30,7 +30,7 @@ var ErrUnavailable = errors.New("fairrw: Redis unavailable")
 // (a wrong password, TLS against a plain server) on a Redis that answers.
 const (
 	minConnectBackoff = 50 * time.Millisecond
-	maxConnectBackoff = 2 * time.Second
+	maxConnectBackoff = 500 * time.Millisecond
 	newWait           = time.Second
 )
 
