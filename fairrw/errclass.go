@@ -26,26 +26,26 @@ import (
 // ctx's deadline, or after the connect timeout (WithConnectTimeout) when
 // its ctx has none.
 //
-//	error                                   class    sentinel
-//	LOADING (a restart with persistence)     retry    ErrUnavailable
-//	BUSY (a long script or function)         retry    ErrUnavailable
+//	error                                     class    the error wraps
+//	LOADING (a restart with persistence)      retry    ErrUnavailable
+//	BUSY (a long script or function)          retry    ErrUnavailable
 //	MASTERDOWN, CLUSTERDOWN, TRYAGAIN,
-//	  READONLY (a failover under way)        retry    ErrUnavailable
-//	refused, reset, closed, timed out        retry    ErrUnavailable
-//	TLS handshake unanswered (a stalled
-//	  endpoint; not a plain server)          retry    ErrUnavailable
-//	host not found (DNS not ready yet)       retry    ErrUnavailable
-//	anything else not below                  retry    ErrUnavailable
-//	WRONGPASS, NOAUTH (credentials)          refused  ErrPermission
-//	NOPERM on what the Client needs (an ACL) refused  ErrPermission
-//	  (NOPERM on CLIENT TRACKING: connects without it, tracking.go)
-//	TLS alert (a client certificate, say)    refused  ErrPermission
-//	TLS certificate not verified             refused  ErrPermission
-//	rediss:// against a plain server         refused  ErrInvalidOption
-//	redis:// against a TLS port              refused  ErrInvalidOption
-//	a server without tracking or RESP3       refused  ErrInvalidOption
-//	DB index out of range                    invalid  ErrInvalidOption
-//	another error answered by Redis          refused  ErrPermission
+//	  READONLY (a failover under way)         retry    ErrUnavailable
+//	refused, reset, closed, timed out         retry    ErrUnavailable
+//	TLS handshake unanswered, and no plain
+//	  PING answered (a stalled endpoint)      retry    ErrUnavailable
+//	host not found (DNS not ready yet)        retry    ErrUnavailable
+//	anything else not below                   retry    ErrUnavailable
+//	WRONGPASS, NOAUTH (credentials)           refused  ErrPermission
+//	NOPERM on what the Client needs (an ACL)  refused  ErrPermission
+//	  (NOPERM on CLIENT TRACKING: it connects without tracking, tracking.go)
+//	TLS alert (a client certificate, say)     refused  ErrPermission
+//	TLS certificate not verified              refused  the x509 error
+//	rediss:// against a plain server          refused  ErrInvalidOption
+//	redis:// against a TLS port               refused  ErrInvalidOption
+//	a server without tracking or RESP3        refused  ErrInvalidOption
+//	DB index out of range                     invalid  ErrInvalidOption
+//	another error answered by Redis           refused  Redis's error
 //
 // An invalid option (a port out of range, a URL without a scheme, a
 // negative DB index) fails New at once, before any dial.
