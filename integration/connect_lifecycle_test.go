@@ -330,3 +330,64 @@ func TestClientMadeWhileHostUnknown(t *testing.T) {
 		t.Fatalf("Ping with an unknown host: %v, want ErrUnavailable naming the host", err)
 	}
 }
+
+// TestWaitersThroughBusy: Redis goes BUSY (a long script) while Locks
+// wait on a held lock: one gives up meanwhile (its unsubscribe meets
+// BUSY), another starts waiting; once the script is killed the release
+// wakes the one still waiting, and nothing panics.
+func TestWaitersThroughBusy(t *testing.T) {
+	r := redistest.StartProcess(t, "--busy-reply-threshold", "50")
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			a := newClientOn(t, r.ClientOption(), tr)
+			b := newClientOn(t, r.ClientOption(), tr)
+			name := "lifecycle:busy-waiters:" + tr.name
+			ctx := testCtx(t)
+			held, err := a.RWMutex(name).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaving := make(chan error, 1)
+			go func() {
+				lctx, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+				defer cancel()
+				_, err := b.RWMutex(name).Lock(lctx)
+				leaving <- err
+			}()
+			time.Sleep(200 * time.Millisecond) // it waits, subscribed
+			script := make(chan error, 1)
+			go func() {
+				_, err := redisnet.Command(r.Addr, time.Minute, "EVAL", "while true do end", "0")
+				script <- err
+			}()
+			waitReply(t, r.Addr, "-BUSY", 10*time.Second)
+			staying := make(chan error, 1)
+			go func() {
+				l, err := b.RWMutex(name).Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				staying <- err
+			}()
+			if err := <-leaving; !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("the Lock whose ctx ended during BUSY: %v, want its ctx's error", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if reply, err := redisnet.Command(r.Addr, 5*time.Second, "SCRIPT", "KILL"); err != nil || !strings.HasPrefix(reply, "+OK") {
+				t.Fatalf("SCRIPT KILL: %q, %v", reply, err)
+			}
+			<-script
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock after BUSY: %v", err)
+			}
+			select {
+			case err := <-staying:
+				if err != nil {
+					t.Fatalf("the Lock that waited through BUSY: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Lock that waited through BUSY was not granted within 10 s of the release")
+			}
+		})
+	}
+}
