@@ -97,13 +97,13 @@ func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, pu
 		if !first && backoff.wait(ctx, nil) != nil {
 			return
 		}
-		rdb, p, err, class := dial(opt, probe, publish)
+		rdb, p, class, err := dial(opt, probe, publish)
 		if refusesTracking(errors.Unwrap(err), opt) || refusesTracking(err, opt) {
 			// The ACL user may not use client tracking (a tenant on a
 			// shared Redis, docs/acl.md): connect without it, now and on
 			// every later try.
 			opt, probe = withoutTracking(opt), withoutTracking(probe)
-			rdb, p, err, class = dial(opt, probe, publish)
+			rdb, p, class, err = dial(opt, probe, publish)
 		}
 		c.mu.Lock()
 		switch {
@@ -142,18 +142,18 @@ func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, pu
 
 // dial makes a rueidis client and learns how to publish on it; failing,
 // it says why and what waiting does about it (see explainConnect).
-func dial(opt, probe rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, error, errClass) {
+func dial(opt, probe rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, errClass, error) {
 	rdb, err := rueidis.NewClient(opt)
 	if err == nil {
 		p, perr := resolvePublish(rdb, publish)
 		if perr == nil {
-			return rdb, p, nil, classRetry
+			return rdb, p, classRetry, nil
 		}
 		rdb.Close()
 		err = perr
 	}
-	err, class := explainConnect(strings.Join(opt.InitAddress, ","), err, probe)
-	return nil, "", err, class
+	class, err := explainConnect(strings.Join(opt.InitAddress, ","), err, probe)
+	return nil, "", class, err
 }
 
 // explainConnect turns err, a failure to connect to addr with the options
@@ -163,52 +163,52 @@ func dial(opt, probe rueidis.ClientOption, publish publishCommand) (rueidis.Clie
 // reset plain connection are probed first: the server may have refused the
 // handshake, or speak Redis without TLS, or TLS without Redis's plain
 // protocol (tls.go).
-func explainConnect(addr string, err error, probe rueidis.ClientOption) (error, errClass) {
+func explainConnect(addr string, err error, probe rueidis.ClientOption) (errClass, error) {
 	prefix := "fairrw: connect to " + addr + ": "
 	if refusedByACL(err) {
 		// Before ErrNoCache: rueidis reports a refused CLIENT TRACKING as
 		// a server without tracking. Waiting does not cure a refusal.
-		return tag(prefix+reason(permissionError(err)), ErrPermission, err), classRefused
+		return classRefused, tag(prefix+reason(permissionError(err)), ErrPermission, err)
 	}
 	if r, ok := replyOf(err); ok {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		switch r.class {
 		case classRetry:
-			return tag(prefix+msg+" ("+r.why+"; retried)", ErrUnavailable, err), classRetry
+			return classRetry, tag(prefix+msg+" ("+r.why+"; retried)", ErrUnavailable, err)
 		case classInvalid:
-			return tag(prefix+msg+" ("+r.why+")", ErrInvalidOption, err), classInvalid
+			return classInvalid, tag(prefix+msg+" ("+r.why+")", ErrInvalidOption, err)
 		}
 	}
 	if errors.Is(err, rueidis.ErrNoCache) {
 		// Said here because the first place users meet it is an
 		// in-process test server, or a managed Redis.
-		return tag(prefix+err.Error()+" (a server without client tracking or RESP3, such as miniredis "+
-			"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", ErrInvalidOption, err), classRefused
+		return classRefused, tag(prefix+err.Error()+" (a server without client tracking or RESP3, such as miniredis "+
+			"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", ErrInvalidOption, err)
 	}
 	if probe.TLSConfig != nil && timedOut(err) {
 		if plain := plainServer(probe); plain != "" {
-			return tag(prefix+err.Error()+" (the TLS handshake got no answer: the server at "+plain+" speaks Redis without TLS: "+
-				"use a redis:// URL, or no TLSConfig; docs/acl.md, TLS)", ErrInvalidOption, err), classRefused
+			return classRefused, tag(prefix+err.Error()+" (the TLS handshake got no answer: the server at "+plain+" speaks Redis without TLS: "+
+				"use a redis:// URL, or no TLSConfig; docs/acl.md, TLS)", ErrInvalidOption, err)
 		}
-		return tag(prefix+err.Error()+" (the TLS handshake got no answer: a stalled endpoint or a frozen server; retried)", ErrUnavailable, err), classRetry
+		return classRetry, tag(prefix+err.Error()+" (the TLS handshake got no answer: a stalled endpoint or a frozen server; retried)", ErrUnavailable, err)
 	}
 	if refusal := tlsRefusal(err, probe); refusal != nil {
-		return tag(prefix+refusal.Error()+" ("+tlsRefusalHint(refusal, probe.TLSConfig)+")", ErrPermission, refusal), classRefused
+		return classRefused, tag(prefix+refusal.Error()+" ("+tlsRefusalHint(refusal, probe.TLSConfig)+")", ErrPermission, refusal)
 	}
 	if tlsPort := plainToTLS(err, probe); tlsPort != nil {
 		// Not wrapping the reset: waiting would not cure it.
-		return tag(prefix+tlsPort.Error(), ErrInvalidOption), classRefused
+		return classRefused, tag(prefix+tlsPort.Error(), ErrInvalidOption)
 	}
 	class := classifyConnect(err)
 	if class != classRetry {
-		return fmt.Errorf("%s%w", prefix, err), class
+		return class, fmt.Errorf("%s%w", prefix, err)
 	}
 	hint := ""
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		hint = " (the host is not known: a DNS name not there yet is retried)"
 	}
-	return tag(prefix+err.Error()+hint, ErrUnavailable, err), classRetry
+	return classRetry, tag(prefix+err.Error()+hint, ErrUnavailable, err)
 }
 
 func timedOut(err error) bool {

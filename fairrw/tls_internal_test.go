@@ -94,7 +94,7 @@ func TestTLSRefusalProbe(t *testing.T) {
 	if !tlsRefused(err) || !strings.Contains(err.Error(), "certificate required") {
 		t.Fatalf("a reset from a server that wants a client certificate: %v, want its alert", err)
 	}
-	if explained, class := explainConnect(strict, reset, option(strict)); class == classRetry || !errors.Is(explained, ErrPermission) {
+	if class, explained := explainConnect(strict, reset, option(strict)); class == classRetry || !errors.Is(explained, ErrPermission) {
 		t.Errorf("the alert %v reads as Redis unavailable (class %d)", explained, class)
 	}
 
@@ -102,7 +102,7 @@ func TestTLSRefusalProbe(t *testing.T) {
 	if err := tlsRefusal(reset, option(lenient)); err != nil {
 		t.Errorf("a reset from a server that accepts the client: %v, want no refusal", err)
 	}
-	if explained, class := explainConnect(lenient, reset, option(lenient)); class != classRetry || !errors.Is(explained, ErrUnavailable) {
+	if class, explained := explainConnect(lenient, reset, option(lenient)); class != classRetry || !errors.Is(explained, ErrUnavailable) {
 		t.Errorf("a reset reads as final: %v (class %d)", explained, class)
 	}
 
@@ -149,7 +149,7 @@ func TestPlainToTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "speaks TLS") || !strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("a plain connection reset by a TLS server: %v, want it said", err)
 	}
-	if explained, class := explainConnect(tlsAddr, reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}); class == classRetry || !errors.Is(explained, ErrInvalidOption) {
+	if class, explained := explainConnect(tlsAddr, reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}); class == classRetry || !errors.Is(explained, ErrInvalidOption) {
 		t.Errorf("a server that speaks TLS reads as unavailable: %v (class %d)", explained, class)
 	}
 	ln, lerr := net.Listen("tcp", "127.0.0.1:0") // accepts and closes: no TLS
