@@ -342,8 +342,10 @@ func pingError(addr string, err error) error {
 		return nil
 	case refusedByACL(err):
 		return tag(fmt.Sprintf("fairrw: ping %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "unavailable"):
 		return tag(fmt.Sprintf("fairrw: ping %s: %s", addr, reason(err)), err)
+	case errors.Is(err, ErrUnavailable):
+		return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %s", addr, reason(err)), err)
 	}
 	return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %v", addr, err), ErrUnavailable, err)
 }
