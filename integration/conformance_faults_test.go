@@ -12,7 +12,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/faults"
-	"github.com/fairrw/rwlock/internal/redisnet"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -263,7 +262,7 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 		choices = append(choices, choice{"drop-reply", 30}, choice{"stall", 16}, choice{"reset", 14}, choice{"late-copy", 20})
 	}
 	if f.pauses {
-		choices = append(choices, choice{"pause", 10}, choice{"freeze", 14}, choice{"busy", 12})
+		choices = append(choices, choice{"pause", 10}, choice{"freeze", 14})
 	}
 	if f.replica != nil {
 		choices = append(choices, choice{"replica-cut", 24})
@@ -377,44 +376,6 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 			time.Sleep(d)
 			f.mu.Lock()
 			f.servers[i].Resume(f.tb)
-			f.paused--
-			f.finishLocked(x)
-			f.mu.Unlock()
-		}()
-	case "busy":
-		// A script runs past busy-reply-threshold: every other command
-		// gets BUSY, a Client made meanwhile connects once it ends, and
-		// calls with a deadline return on time; SCRIPT KILL ends it.
-		if f.paused > 0 {
-			return
-		}
-		i := rng.IntN(len(f.servers))
-		d := 150*time.Millisecond + time.Duration(rng.Int64N(int64(350*time.Millisecond)))
-		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), fmt.Sprintf("a script looping for %v, then SCRIPT KILL", d.Round(time.Millisecond)))
-		f.paused++
-		addr := f.servers[i].Addr
-		f.async.Add(1)
-		go func() {
-			defer f.async.Done()
-			script := make(chan error, 1)
-			go func() {
-				_, err := redisnet.Command(addr, time.Minute, "EVAL", "while true do end", "0")
-				script <- err
-			}()
-			time.Sleep(d)
-			killed := false
-			for range 100 { // until the script has started and is killed
-				if reply, err := redisnet.Command(addr, time.Second, "SCRIPT", "KILL"); err == nil && strings.HasPrefix(reply, "+OK") {
-					killed = true
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			<-script
-			f.mu.Lock()
-			if !killed {
-				x.detail += " (SCRIPT KILL never succeeded)"
-			}
 			f.paused--
 			f.finishLocked(x)
 			f.mu.Unlock()

@@ -204,9 +204,7 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 			e.scope = tg.tenant.ns + ":"
 			break
 		}
-		// A script past 50 ms gets every other command BUSY (the "busy"
-		// fault).
-		r := redistest.StartProcess(t, "--busy-reply-threshold", "50")
+		r := redistest.StartProcess(t)
 		e.f.servers = append(e.f.servers, r)
 		e.f.admins = append(e.f.admins, r.Client(t, func(o *rueidis.ClientOption) {
 			o.DisableCache = true
