@@ -391,3 +391,41 @@ func TestWaitersThroughBusy(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectTimeoutAfterConnecting: a Client that had connected, then
+// Redis stopped (refused) or frozen (unanswered). A Lock whose ctx has no
+// deadline fails with ErrUnavailable after the connect timeout, rather than
+// wait silently for ever; judged against a bare wait of the same timeout.
+func TestConnectTimeoutAfterConnecting(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	for _, fault := range []string{"stopped", "frozen"} {
+		t.Run(fault, func(t *testing.T) {
+			r := redistest.StartProcess(t)
+			c := newClientOn(t, r.ClientOption(), transports[1], fairrw.WithConnectTimeout(timeout))
+			if err := c.Ping(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if fault == "stopped" {
+				r.Stop(t)
+			} else {
+				r.Pause(t)
+				defer r.Resume(t)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			start := time.Now()
+			<-ctx.Done()
+			control := time.Since(start) - timeout
+			cancel()
+			start = time.Now()
+			_, err := c.RWMutex("lifecycle:after").Lock(context.Background())
+			took := time.Since(start)
+			t.Logf("Lock with Redis %s: %v after %v (control overrun %v)", fault, err, took.Round(time.Millisecond), control)
+			if !errors.Is(err, fairrw.ErrUnavailable) || !strings.Contains(err.Error(), r.Addr) {
+				t.Errorf("Lock with Redis %s: %v, want ErrUnavailable naming %s", fault, err, r.Addr)
+			}
+			if took < timeout || took-timeout > control+timeout {
+				t.Errorf("Lock returned after %v, want the connect timeout %v (a bare wait overran it by %v)", took, timeout, control)
+			}
+		})
+	}
+}
