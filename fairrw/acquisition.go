@@ -375,6 +375,9 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		} else {
 			unreachable = a.down.Add(m.c.connectTimeout)
 		}
+		if m.c.syncReplicas > 0 {
+			unreachable = unreachable.Add(m.c.syncTimeout) // an answer waits for the replicas that long
+		}
 		if unreachable.Before(tdeadline) {
 			tdeadline = unreachable
 		}
