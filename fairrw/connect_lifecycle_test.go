@@ -325,3 +325,43 @@ func TestConnectTimeoutBoundsDeadlineLessCalls(t *testing.T) {
 		}
 	}
 }
+
+// Every call that fails for want of a connection, once the Client had
+// connected, wraps ErrUnavailable, names the address, and says "fairrw:"
+// once: Inspect and ForceUnlock as well as Lock and Ping (they returned a
+// raw "dial tcp ... connection refused" during a failover).
+func TestCallsWrapUnavailableAfterConnecting(t *testing.T) {
+	mr, opt := redistest.Miniredis(t)
+	c, err := fairrw.New(fairrw.WithClientOption(opt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addr := opt.InitAddress[0]
+	mr.Close() // refused from now on
+	calls := map[string]func(ctx context.Context) error{
+		"Lock":        func(ctx context.Context) error { _, err := c.RWMutex("gone").Lock(ctx); return err },
+		"TryLock":     func(ctx context.Context) error { _, err := c.RWMutex("gone").TryLock(ctx); return err },
+		"Ping":        c.Ping,
+		"Inspect":     func(ctx context.Context) error { _, err := c.Inspect(ctx, "gone"); return err },
+		"ForceUnlock": func(ctx context.Context) error { return c.RWMutex("gone").ForceUnlock(ctx, fairrw.Write) },
+		"Mutex.ForceUnlock": func(ctx context.Context) error {
+			return c.Mutex("gone").ForceUnlock(ctx)
+		},
+	}
+	for name, call := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := call(ctx)
+		cancel()
+		if !errors.Is(err, fairrw.ErrUnavailable) || !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s with Redis gone: %v, want ErrUnavailable naming %s", name, err, addr)
+			continue
+		}
+		if strings.Count(err.Error(), "fairrw:") != 1 {
+			t.Errorf("%s: the error repeats its prefix: %v", name, err)
+		}
+	}
+}

@@ -86,8 +86,9 @@ var redisReplies = []redisReply{
 	{"WRONGPASS", classRefused, false, "wrong user or password"},
 	{"NOAUTH", classRefused, false, "the server wants a password"},
 	{"NOPERM", classRefused, false, "the ACL user may not run a command the Client needs"},
-	{"ERR DB index is out of range", classInvalid, false, "the DB index is out of range (the server's databases setting)"},
-	{"ERR invalid DB index", classInvalid, false, "the DB index is not valid"},
+	// rueidis drops the ERR of an error reply.
+	{"DB index is out of range", classInvalid, false, "the server has fewer databases (its databases setting)"},
+	{"invalid DB index", classInvalid, false, "the DB index is not valid"},
 }
 
 // replyOf returns the entry of redisReplies for err, an error Redis

@@ -429,3 +429,28 @@ func TestConnectTimeoutAfterConnecting(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigRefusedByRedis: what Redis shows wrong at connecting is no
+// outage, and New says so at once: a DB index it does not have, and
+// rediss:// to a plain server (the handshake unanswered, a plain PING
+// answered) wrap ErrInvalidOption, not ErrUnavailable.
+func TestConfigRefusedByRedis(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, c := range []struct {
+		name, url, want string
+	}{
+		{"DB index out of range", "redis://" + r.Addr + "/99", "DB index"},
+		{"rediss:// to a plain server", "rediss://" + r.Addr + "?dial_timeout=300ms", "without TLS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := fairrw.New(fairrw.WithURL(c.url))
+			if err == nil {
+				cl.Close()
+				t.Fatal("New succeeded")
+			}
+			if !errors.Is(err, fairrw.ErrInvalidOption) || errors.Is(err, fairrw.ErrUnavailable) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New: %v, want ErrInvalidOption saying %q", err, c.want)
+			}
+		})
+	}
+}
