@@ -77,12 +77,12 @@ type redisReply struct {
 // interprets, by code. A code not here, answered to a command fairrw
 // needs, is a refusal.
 var redisReplies = []redisReply{
-	{"LOADING", classRetry, true, "Redis is loading its data set (a restart with persistence)"},
+	{"LOADING", classRetry, true, "Redis is loading its data set, as after a restart with persistence"},
 	{"BUSY ", classRetry, true, "Redis is running a script or function past its busy-reply-threshold"},
 	{"MASTERDOWN", classRetry, true, "the replica lost its primary"},
 	{"CLUSTERDOWN", classRetry, true, "the cluster cannot serve the slot"},
 	{"TRYAGAIN", classRetry, false, "a slot is being migrated"},
-	{"READONLY", classRetry, false, "the node stopped being the primary (a failover)"},
+	{"READONLY", classRetry, false, "the node stopped being the primary, in a failover"},
 	{"WRONGPASS", classRefused, false, "wrong user or password"},
 	{"NOAUTH", classRefused, false, "the server wants a password"},
 	{"NOPERM", classRefused, false, "the ACL user may not run a command the Client needs"},
