@@ -53,6 +53,10 @@ type acquisition struct {
 	// reserve is how many fencing tokens a write granted to an attempt
 	// of it reserves (acquireRequest.reserve).
 	reserve int
+	// down is when its tries began to fail for want of Redis (zero: the
+	// last one was answered). A caller's ctx without a deadline waits for
+	// Redis the connect timeout at most (WithConnectTimeout).
+	down time.Time
 }
 
 // signalQueued closes queued, once, and settles reader: the first attempt
@@ -362,7 +366,23 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
 	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
-	tctx, cancel := context.WithDeadline(ctx, got.sent.Add(m.c.retryWindow()))
+	tdeadline := got.sent.Add(m.c.retryWindow())
+	_, bounded := ctx.Deadline()
+	var unreachable time.Time // when a ctx without a deadline stops waiting for Redis
+	if !bounded {
+		if a.down.IsZero() {
+			unreachable = got.sent.Add(m.c.connectTimeout)
+		} else {
+			unreachable = a.down.Add(m.c.connectTimeout)
+		}
+		if m.c.syncReplicas > 0 {
+			unreachable = unreachable.Add(m.c.syncTimeout) // an answer waits for the replicas that long
+		}
+		if unreachable.Before(tdeadline) {
+			tdeadline = unreachable
+		}
+	}
+	tctx, cancel := context.WithDeadline(ctx, tdeadline)
 	defer cancel()
 	// A Shutdown cut short stops it: boundedHalting cancels tctx then, and
 	// the Client's closing (which comes first) wakes the backoff below.
@@ -376,6 +396,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		called := time.Now()
 		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
 		if err == nil {
+			a.down = time.Time{}
 			o.queued = o.queued || (wait && m.policy.queued() && !reply.granted)
 			if reply.granted {
 				o.fast = reply.fast
@@ -394,11 +415,16 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		if redisDown(err) {
 			failed = err
 		}
+		if (failed != nil || unanswered >= slowAnswer) && a.down.IsZero() {
+			a.down = called
+		}
 		switch {
 		case ctx.Err() != nil:
 			return got, a.ended(ctx, failed, unanswered)
 		case m.c.isClosing():
 			return got, closedError(m.keys.name)
+		case !bounded && !a.down.IsZero() && !time.Now().Before(a.down.Add(m.c.connectTimeout)):
+			return got, a.unreachable(failed, unanswered)
 		case tctx.Err() != nil:
 			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
 		}
@@ -423,6 +449,18 @@ func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.D
 			errRedisTimeout, ctx.Err())
 	}
 	return fmt.Errorf("fairrw: acquire %q: %w", m.keys.name, ctx.Err())
+}
+
+// unreachable is an attempt's error when its caller's ctx, which has no
+// deadline, waited the connect timeout for a Redis that did not answer.
+func (a *acquisition) unreachable(failed error, unanswered time.Duration) error {
+	m := a.m
+	if failed != nil {
+		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable for the connect timeout %v: %v", m.keys.name, m.c.address(), m.c.connectTimeout, failed),
+			ErrUnavailable, failed)
+	}
+	return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (the connect timeout is %v)", m.keys.name, m.c.address(), unanswered.Seconds(), m.c.connectTimeout),
+		errRedisTimeout)
 }
 
 // attemptCall is one attempt's request, as bounded runs it.

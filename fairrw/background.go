@@ -142,6 +142,7 @@ func (n namedCall[T]) procedure() string                   { return n.name }
 func boundedHalting[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
 	rc := c.tel.startCall(ctx, f)
 	v, err := runBounded(c, rc.ctx, cancel, f)
+	err = asUnavailable(err)
 	c.tel.endCall(&rc, err, c.isClosing())
 	return v, err
 }

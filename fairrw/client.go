@@ -30,8 +30,11 @@ type Client struct {
 	leaseTime     time.Duration
 	renewInterval time.Duration
 	unlockTimeout time.Duration
-	publish       string
-	tracking      bool // invalidations of lock keys reach c.waits
+	// connectTimeout bounds a call's wait for a connection the Client
+	// cannot make, when its ctx has no deadline (WithConnectTimeout).
+	connectTimeout time.Duration
+	publish        string
+	tracking       bool // invalidations of lock keys reach c.waits
 	// wrap is WithRedisWrapper's: it wraps the rueidis client fairrw
 	// builds (nil: none).
 	wrap      func(rueidis.Client) rueidis.Client
@@ -91,10 +94,18 @@ type Client struct {
 }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and
-// WithURL. An invalid option returns an error wrapping ErrInvalidOption, and
-// nothing is sent. When Redis cannot be reached, New still returns a Client,
-// which connects in the background; calls wait for it within their ctx, or
-// fail with ErrUnavailable.
+// WithURL. An invalid option (a port out of range, a URL without a scheme)
+// returns an error wrapping ErrInvalidOption, and nothing is sent. New
+// waits up to a second (at most the connect timeout) for its first
+// connection, so that what no retry cures is its error: wrong credentials
+// (ErrPermission), TLS against a server without it or the reverse
+// (ErrInvalidOption), an ACL refusing what the Client needs. When Redis
+// cannot be reached or cannot serve yet (down, loading its data, busy in
+// a script, a TLS handshake that stalls, a host not yet in DNS), New
+// returns a Client that connects in the background, with backoff, logging
+// the outage once; calls wait for it within their ctx, or the connect
+// timeout when their ctx has no deadline, and then fail with
+// ErrUnavailable (docs/operations.md, Connecting).
 func New(opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -125,20 +136,21 @@ func New(opts ...Option) (*Client, error) {
 	}
 	mutexTel := tel.forPolicy(mutexPolicyName)
 	c := &Client{
-		tel:           tel,
-		mutexTel:      mutexTel,
-		syncReplicas:  int64(cfg.syncReplicas),
-		syncTimeout:   cfg.syncTimeout,
-		id:            id,
-		wrap:          cfg.wrap,
-		policy:        cfg.policyImpl(),
-		leaseTime:     cfg.leaseTime,
-		renewInterval: cfg.leaseTime / 3,
-		unlockTimeout: cfg.unlockTimeout,
-		namespace:     cfg.namespace,
-		cohorting:     cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),
-		closing:       make(chan struct{}),
-		finished:      make(chan struct{}),
+		tel:            tel,
+		mutexTel:       mutexTel,
+		syncReplicas:   int64(cfg.syncReplicas),
+		syncTimeout:    cfg.syncTimeout,
+		id:             id,
+		wrap:           cfg.wrap,
+		policy:         cfg.policyImpl(),
+		leaseTime:      cfg.leaseTime,
+		renewInterval:  cfg.leaseTime / 3,
+		unlockTimeout:  cfg.unlockTimeout,
+		connectTimeout: cfg.connectTimeout,
+		namespace:      cfg.namespace,
+		cohorting:      cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),
+		closing:        make(chan struct{}),
+		finished:       make(chan struct{}),
 	}
 	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
@@ -151,7 +163,7 @@ func New(opts ...Option) (*Client, error) {
 	} else {
 		opt := *cfg.clientOption
 		c.warnInsecureTLS(opt)
-		ownDial := opt.DialCtxFn != nil || opt.DialFn != nil
+		probe := opt                     // the caller's dialer, if any: probed as it is (tls.go)
 		opt.DialCtxFn = tel.dialer(&opt) // every dial and connection reported (redis_health.go)
 		if cfg.tracking && !opt.DisableCache && !opt.AlwaysRESP2 {
 			// rueidis's default OPTIN tracking follows only the keys read by
@@ -161,7 +173,7 @@ func New(opts ...Option) (*Client, error) {
 			c.tracking = true
 			c.sharing = c.cohorting
 		}
-		if err := c.connect(opt, ownDial, cfg.publish); err != nil {
+		if err := c.connect(opt, probe, cfg.publish); err != nil {
 			return nil, err
 		}
 	}
@@ -386,28 +398,6 @@ func definite(err error) bool {
 	}
 	rerr, ok := rueidis.IsRedisErr(err)
 	return ok && !transient(rerr)
-}
-
-// transient reports whether Redis refused a command, before running it, for
-// a reason that passes by itself: a slot being migrated (TRYAGAIN, or a
-// redirection rueidis did not follow), a cluster or a replication link
-// momentarily down, a server loading its data, or a node that stopped being
-// the primary (READONLY: a script gets it at its first write, and ours do
-// every write after their reads, so it changed nothing). rueidis retries most
-// of these itself, but not when the user set DisableRetry; the attempt and
-// request ids make our retry safe.
-func transient(err *rueidis.RedisError) bool {
-	if _, ok := err.IsMoved(); ok {
-		return true
-	}
-	if _, ok := err.IsAsk(); ok {
-		return true
-	}
-	if err.IsTryAgain() || err.IsClusterDown() || err.IsLoading() {
-		return true
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "MASTERDOWN")
 }
 
 // unsent reports whether err is a failure to connect: the command never

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -22,25 +23,27 @@ import (
 // found Redis unreachable. A lock-wait timeout wraps the ctx's error only.
 var ErrUnavailable = errors.New("fairrw: Redis unavailable")
 
-// Connection backoff while Redis is away at New, and how long New waits
-// for its first connection before it returns a Client that goes on
+// Connection backoff while the Client cannot connect, and how long New
+// waits for its first connection before it returns a Client that goes on
 // connecting in the background (a frozen server holds a dial for the
-// whole dial timeout).
+// whole dial timeout): long enough for New to return what no retry cures
+// (a wrong password, TLS against a plain server) on a Redis that answers.
 const (
 	minConnectBackoff = 50 * time.Millisecond
-	maxConnectBackoff = 2 * time.Second
+	maxConnectBackoff = 500 * time.Millisecond
 	newWait           = time.Second
 )
+
+// defaultConnectTimeout is how long a call whose ctx has no deadline waits
+// for a connection that the Client cannot make (WithConnectTimeout): the
+// dial timeout of rueidis, go-redis and redis-py.
+const defaultConnectTimeout = 5 * time.Second
 
 // connector is the state of a Client's first connection, made in the
 // background.
 type connector struct {
-	addr string // the addresses it dials, for errors
-	tls  bool   // it dials with TLS
-	// ownDial: the caller's DialCtxFn or DialFn dials, not rueidis (the
-	// Client's own wrapper, telemetry.dialer, does not count).
-	ownDial bool
-	ready   chan struct{} // closed once connected (c.rdb and the rest set)
+	addr  string        // the addresses it dials, for errors
+	ready chan struct{} // closed once connected (c.rdb and the rest set)
 	// failed is closed when connecting failed for good (err says why).
 	failed chan struct{}
 	stop   context.CancelFunc
@@ -51,18 +54,20 @@ type connector struct {
 }
 
 // connect makes the Client's rueidis client from opt, on a goroutine of its
-// own. New waits for its first try up to newWait: a success or an error
-// that waiting would not cure (an option rueidis refuses, a server without
-// client tracking, a wrong password, TLS against a server without it) is
-// New's answer; Redis that cannot be reached now (see ErrUnavailable) is
-// tried again in the background until it answers or the Client closes.
-func (c *Client) connect(opt rueidis.ClientOption, ownDial bool, publish publishCommand) error {
+// own; probe is opt as the caller gave it (its own dialer, if any, rather
+// than the Client's reporting one), for the probes that tell a TLS
+// mismatch. New waits for the first try up to newWait: a success or an
+// error that waiting would not cure (errclass.go: a wrong password, TLS
+// against a server without it, an ACL refusing what the Client needs) is
+// New's answer; everything else is tried again in the background, with
+// backoff, until it connects or the Client closes.
+func (c *Client) connect(opt, probe rueidis.ClientOption, publish publishCommand) error {
 	ctx, stop := context.WithCancel(context.Background())
-	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","), tls: opt.TLSConfig != nil, ownDial: ownDial,
+	c.conn = &connector{addr: strings.Join(opt.InitAddress, ","),
 		ready: make(chan struct{}), failed: make(chan struct{}), stop: stop}
 	c.addr = c.conn.addr
-	go c.redial(ctx, opt, publish)
-	t := time.NewTimer(newWait)
+	go c.redial(ctx, opt, probe, publish)
+	t := time.NewTimer(min(newWait, c.connectTimeout))
 	defer t.Stop()
 	select {
 	case <-c.conn.ready:
@@ -73,27 +78,32 @@ func (c *Client) connect(opt rueidis.ClientOption, ownDial bool, publish publish
 		defer c.mu.Unlock()
 		return c.conn.err
 	case <-t.C:
-		c.tel.log.Warn("fairrw: Redis unavailable at New; connecting in the background", "addr", c.conn.addr)
+		c.mu.Lock()
+		last := c.conn.lastErr
+		c.mu.Unlock()
+		c.tel.log.Warn("fairrw: Redis unavailable at New; connecting in the background", "addr", c.conn.addr, "error", last)
 		return nil
 	}
 }
 
 // redial tries to connect until it succeeds, fails for good, or the Client
-// closes.
-func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish publishCommand) {
+// closes. A failure that waiting may cure is reported to the Client's
+// Redis health (one log line per outage, and one when it ends).
+func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, publish publishCommand) {
 	conn := c.conn
-	backoff := minConnectBackoff
+	backoff := newBackoff(minConnectBackoff, maxConnectBackoff)
+	failures := 0
 	for first := true; ; first = false {
-		if !first && sleepCtx(ctx, nil, backoff) != nil {
+		if !first && backoff.wait(ctx, nil) != nil {
 			return
 		}
-		rdb, p, err := dial(opt, conn.ownDial, publish)
-		if refusesTracking(err, opt) {
+		rdb, p, class, err := dial(opt, probe, publish)
+		if refusesTracking(errors.Unwrap(err), opt) || refusesTracking(err, opt) {
 			// The ACL user may not use client tracking (a tenant on a
 			// shared Redis, docs/acl.md): connect without it, now and on
 			// every later try.
-			opt = withoutTracking(opt)
-			rdb, p, err = dial(opt, conn.ownDial, publish)
+			opt, probe = withoutTracking(opt), withoutTracking(probe)
+			rdb, p, class, err = dial(opt, probe, publish)
 		}
 		c.mu.Lock()
 		switch {
@@ -112,11 +122,11 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 			if untracked {
 				c.tel.log.Info("fairrw: the ACL user may not use CLIENT TRACKING: connected without it (waiters wake by pub/sub, reads do not share a hold; docs/acl.md)", "addr", conn.addr)
 			}
-			if !first {
-				c.tel.log.Info("fairrw: connected to Redis", "addr", conn.addr)
+			if failures > 0 {
+				c.tel.log.Info("fairrw: connected to Redis", "addr", conn.addr, "failures", failures)
 			}
 			return
-		case !unavailable(err, conn.tls):
+		case class != classRetry:
 			conn.err = err
 			close(conn.failed)
 			c.mu.Unlock()
@@ -125,48 +135,85 @@ func (c *Client) redial(ctx context.Context, opt rueidis.ClientOption, publish p
 		}
 		conn.lastErr = err
 		c.mu.Unlock()
-		backoff = min(backoff*2, maxConnectBackoff)
+		failures++
+		c.tel.redisFailed(ctx, conn.addr, err)
 	}
 }
 
-// dial makes a rueidis client and learns how to publish on it. ownDial
-// says that the caller's dial function dials (see connector).
-func dial(opt rueidis.ClientOption, ownDial bool, publish publishCommand) (rueidis.Client, string, error) {
-	addr := strings.Join(opt.InitAddress, ",")
+// dial makes a rueidis client and learns how to publish on it; failing,
+// it says why and what waiting does about it (see explainConnect).
+func dial(opt, probe rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, errClass, error) {
 	rdb, err := rueidis.NewClient(opt)
+	if err == nil {
+		p, perr := resolvePublish(rdb, publish)
+		if perr == nil {
+			return rdb, p, classRetry, nil
+		}
+		rdb.Close()
+		err = perr
+	}
+	class, err := explainConnect(strings.Join(opt.InitAddress, ","), err, probe)
+	return nil, "", class, err
+}
+
+// explainConnect turns err, a failure to connect to addr with the options
+// probe, into the error calls see: it names the address, says why, wraps
+// the sentinel of its class (errclass.go), and gives a hint where one
+// helps. A reset TLS connection, a TLS handshake that got no answer, and a
+// reset plain connection are probed first: the server may have refused the
+// handshake, or speak Redis without TLS, or TLS without Redis's plain
+// protocol (tls.go).
+func explainConnect(addr string, err error, probe rueidis.ClientOption) (errClass, error) {
+	prefix := "fairrw: connect to " + addr + ": "
 	if refusedByACL(err) {
 		// Before ErrNoCache: rueidis reports a refused CLIENT TRACKING as
 		// a server without tracking. Waiting does not cure a refusal.
-		return nil, "", tag(fmt.Sprintf("fairrw: connect to %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
+		return classRefused, tag(prefix+reason(permissionError(err)), ErrPermission, err)
+	}
+	if r, ok := replyOf(err); ok {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		switch r.class {
+		case classRetry:
+			return classRetry, tag(prefix+msg+" ("+r.why+"; retried)", ErrUnavailable, err)
+		case classInvalid:
+			return classInvalid, tag(prefix+msg+" ("+r.why+")", ErrInvalidOption, err)
+		}
 	}
 	if errors.Is(err, rueidis.ErrNoCache) {
 		// Said here because the first place users meet it is an
 		// in-process test server, or a managed Redis.
-		return nil, "", fmt.Errorf("fairrw: connect: %w (a server without client tracking or RESP3, such as miniredis "+
-			"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", err)
+		return classRefused, tag(prefix+err.Error()+" (a server without client tracking or RESP3, such as miniredis "+
+			"or some managed Redis: set DisableCache, and AlwaysRESP2 for RESP2; in tests, fairrwtest does it)", ErrInvalidOption, err)
 	}
-	if err != nil && opt.TLSConfig != nil && timedOut(err) {
-		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (the TLS handshake got no answer: is the server serving TLS?)", addr, err)
-	}
-	if refusal := tlsRefusal(err, opt, ownDial); refusal != nil {
-		return nil, "", fmt.Errorf("fairrw: connect to %s: %w (%s)", addr, refusal, tlsRefusalHint(refusal, opt.TLSConfig))
-	}
-	if tlsPort := plainToTLS(err, opt, ownDial); tlsPort != nil {
-		// Not wrapping the reset: waiting would not cure it.
-		return nil, "", fmt.Errorf("fairrw: connect to %s: %v", addr, tlsPort)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("fairrw: connect to %s: %w", addr, err)
-	}
-	p, err := resolvePublish(rdb, publish)
-	if err != nil {
-		rdb.Close()
-		if refusedByACL(err) {
-			return nil, "", tag(fmt.Sprintf("fairrw: connect to %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
+	if probe.TLSConfig != nil && timedOut(err) {
+		if plain := plainServer(probe); plain != "" {
+			return classRefused, tag(prefix+err.Error()+" (the TLS handshake got no answer: the server at "+plain+" speaks Redis without TLS: "+
+				"use a redis:// URL, or no TLSConfig; docs/acl.md, TLS)", ErrInvalidOption, err)
 		}
-		return nil, "", err
+		return classRetry, tag(prefix+err.Error()+" (the TLS handshake got no answer: a stalled endpoint or a frozen server; retried)", ErrUnavailable, err)
 	}
-	return rdb, p, nil
+	if refusal := tlsRefusal(err, probe); refusal != nil {
+		return classRefused, tag(prefix+refusal.Error()+" ("+tlsRefusalHint(refusal, probe.TLSConfig)+")", ErrPermission, refusal)
+	}
+	if tlsPort := plainToTLS(err, probe); tlsPort != nil {
+		// Not wrapping the reset: waiting would not cure it.
+		return classRefused, tag(prefix+tlsPort.Error(), ErrInvalidOption)
+	}
+	class := classifyConnect(err)
+	if class != classRetry {
+		return class, fmt.Errorf("%s%w", prefix, err)
+	}
+	hint := ""
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		hint = " (the host is not known: a DNS name not there yet is retried)"
+	}
+	return classRetry, tag(prefix+err.Error()+hint, ErrUnavailable, err)
+}
+
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // use sets a rueidis client given with WithClient.
@@ -187,30 +234,10 @@ func (c *Client) install(rdb rueidis.Client, publish string) {
 	c.janitor = newJanitor(rdb, c.halt)
 }
 
-// unavailable reports whether err says that Redis could not be reached
-// (refused, reset, timed out, not resolved), which waiting may cure. A
-// timeout under TLS is not: a server without TLS never answers the
-// handshake.
-func unavailable(err error, tls bool) bool {
-	if tls && (timedOut(err) || tlsRefused(err)) {
-		return false // no TLS on the port, or a TLS alert: the server answered
-	}
-	if _, ok := rueidis.IsRedisErr(err); ok || errors.Is(err, ErrPermission) {
-		return false // Redis answered: a wrong password, say
-	}
-	var op *net.OpError
-	var dns *net.DNSError
-	return errors.As(err, &op) || errors.As(err, &dns) || timedOut(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// await waits within ctx until the Client is connected (at once when New
-// connected). name is the lock the call is for ("" for none).
+// await waits until the Client is connected (at once when New connected)
+// within ctx, or, when ctx has no deadline, within the connect timeout:
+// then it fails with ErrUnavailable, naming the address and the last
+// error. name is the lock the call is for ("" for none).
 func (c *Client) await(ctx context.Context, name string) error {
 	conn := c.conn
 	if conn == nil {
@@ -225,6 +252,31 @@ func (c *Client) await(ctx context.Context, name string) error {
 	if name != "" {
 		what = fmt.Sprintf(" for %q", name)
 	}
+	var bound <-chan time.Time // nil: ctx's deadline bounds the wait
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(c.connectTimeout)
+		defer t.Stop()
+		bound = t.C
+	}
+	unavailable := func(cause error) error {
+		c.mu.Lock()
+		last := conn.lastErr
+		c.mu.Unlock()
+		why := "no answer yet"
+		if last != nil {
+			why = reason(last)
+		} else {
+			why = fmt.Sprintf("Redis at %s: %s", conn.addr, why)
+		}
+		if cause == nil {
+			errs := []error{ErrUnavailable}
+			if last != nil {
+				errs = append(errs, last)
+			}
+			return tag(fmt.Sprintf("fairrw: Redis unavailable%s: no connection within the connect timeout %v: %s", what, c.connectTimeout, why), errs...)
+		}
+		return tag(fmt.Sprintf("fairrw: Redis unavailable%s: %s (%v)", what, why, cause), ErrUnavailable, cause)
+	}
 	select {
 	case <-conn.ready:
 		return nil
@@ -233,15 +285,11 @@ func (c *Client) await(ctx context.Context, name string) error {
 	case <-conn.failed:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return fmt.Errorf("fairrw: no connection to Redis%s: %w", what, conn.err)
+		return tag(fmt.Sprintf("fairrw: no connection to Redis%s: %s", what, reason(conn.err)), conn.err)
 	case <-ctx.Done():
-		c.mu.Lock()
-		last := conn.lastErr
-		c.mu.Unlock()
-		if last == nil {
-			last = errors.New("no answer yet")
-		}
-		return tag(fmt.Sprintf("fairrw: Redis at %s unavailable%s: %v (%v)", conn.addr, what, last, ctx.Err()), ErrUnavailable, ctx.Err())
+		return unavailable(ctx.Err())
+	case <-bound:
+		return unavailable(nil)
 	}
 }
 
@@ -256,9 +304,13 @@ func (c *Client) stopConnecting() {
 	}
 }
 
-// Ping checks that Redis answers within ctx, for readiness probes. Otherwise
-// it returns an error wrapping ErrUnavailable that names the address, or
-// ErrPermission when Redis refused the Client's credentials or its PING.
+// Ping checks that Redis answers within ctx, for readiness probes: the
+// Client's health, not one connection's. On a cluster every node is asked,
+// and Ping fails while a node that serves slots does not answer (a shard
+// down fails every Ping until it is back or failed over, rather than one
+// in as many as there are nodes). Otherwise it returns an error wrapping
+// ErrUnavailable that names the address, or ErrPermission when Redis
+// refused the Client's credentials or its PING.
 func (c *Client) Ping(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
@@ -267,16 +319,114 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err := c.await(ctx, ""); err != nil {
 		return err
 	}
+	if c.cluster {
+		if nodes := clientNodes(c.rdb); len(nodes) > 1 {
+			return c.pingCluster(ctx, nodes)
+		}
+	}
+	return pingError(c.address(), c.pingNode(ctx, c.rdb))
+}
+
+// pingNode sends rdb a PING, bounded by ctx.
+func (c *Client) pingNode(ctx context.Context, rdb rueidis.Client) error {
 	_, err := bounded(c, ctx, func(ctx context.Context) (string, error) {
-		return c.rdb.Do(ctx, c.rdb.B().Ping().Build()).ToString()
+		return rdb.Do(ctx, rdb.B().Ping().Build()).ToString()
 	})
-	if refusedByACL(err) {
-		return tag(fmt.Sprintf("fairrw: ping %s: %s", c.address(), reason(permissionError(err))), ErrPermission, err)
+	return err
+}
+
+// pingError is the error of Ping when addr answered err (nil: none).
+func pingError(addr string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case refusedByACL(err):
+		return tag(fmt.Sprintf("fairrw: ping %s: %s", addr, reason(permissionError(err))), ErrPermission, err)
+	case errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "unavailable"):
+		return tag(fmt.Sprintf("fairrw: ping %s: %s", addr, reason(err)), err)
+	case errors.Is(err, ErrUnavailable):
+		return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %s", addr, reason(err)), err)
 	}
+	return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %v", addr, err), ErrUnavailable, err)
+}
+
+// pingCluster pings every node of a cluster at once. It fails when a node
+// that serves slots (in the view of a node that answers) does not answer,
+// or when none answers; a replica that does not answer is no failure of
+// the Client's.
+func (c *Client) pingCluster(ctx context.Context, addrs []string) error {
+	nodes := c.rdb.Nodes()
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		n := nodes[addr]
+		if n == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.pingNode(ctx, n)
+		}()
+	}
+	wg.Wait()
+	var answered rueidis.Client
+	var failed []int
+	for i, err := range errs {
+		switch {
+		case err == nil && answered == nil:
+			answered = nodes[addrs[i]]
+		case err != nil:
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if answered != nil {
+		if serving, ok := c.servingNodes(ctx, answered); ok {
+			kept := failed[:0]
+			for _, i := range failed {
+				if serving[addrs[i]] {
+					kept = append(kept, i)
+				}
+			}
+			failed = kept
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return pingError(addrs[failed[0]], errs[failed[0]])
+}
+
+// servingNodes returns the addresses of the nodes that serve slots, as
+// rdb, a node, sees them (CLUSTER SLOTS).
+func (c *Client) servingNodes(ctx context.Context, rdb rueidis.Client) (map[string]bool, bool) {
+	slots, err := bounded(c, ctx, func(ctx context.Context) ([]rueidis.RedisMessage, error) {
+		return rdb.Do(ctx, rdb.B().ClusterSlots().Build()).ToArray()
+	})
 	if err != nil {
-		return tag(fmt.Sprintf("fairrw: ping %s: Redis unavailable: %v", c.address(), err), ErrUnavailable, err)
+		return nil, false
 	}
-	return nil
+	serving := make(map[string]bool)
+	for _, r := range slots {
+		fields, err := r.ToArray()
+		if err != nil || len(fields) < 3 {
+			return nil, false
+		}
+		primary, err := fields[2].ToArray()
+		if err != nil || len(primary) < 2 {
+			return nil, false
+		}
+		host, herr := primary[0].ToString()
+		port, perr := primary[1].AsInt64()
+		if herr != nil || perr != nil {
+			return nil, false
+		}
+		serving[net.JoinHostPort(host, strconv.FormatInt(port, 10))] = true
+	}
+	return serving, true
 }
 
 // address names the Redis the Client uses: the addresses it was given, or

@@ -3,7 +3,6 @@ package fairrw
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -146,16 +145,6 @@ func noConnection(err error) bool {
 		}
 	}
 	return true
-}
-
-// redisOut reports whether Redis answered that it cannot serve now: still
-// loading its data, a cluster without a majority of its slots, or a
-// replica that lost its primary. Redis is there, the lock service is not.
-func redisOut(err *rueidis.RedisError) bool {
-	if err.IsLoading() || err.IsClusterDown() {
-		return true
-	}
-	return strings.HasPrefix(err.Error(), "MASTERDOWN")
 }
 
 // redisDown reports whether the outcome err of one Redis call says that

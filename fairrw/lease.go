@@ -305,8 +305,9 @@ func (l *Lease) unlockWithin(ctx context.Context, unreachableFails bool) error {
 
 // unlock releases the hold in Redis, writing what its owner still holds
 // alive; the owner's lock keeps its other changes out meanwhile. ctx and
-// deadline bound it. A release that got no answer is tried again in the
-// background until Redis answers or the hold has run out there.
+// deadline bound it. A release that got no answer, or could not connect
+// (with unreachableFails, at once), is tried again in the background until
+// Redis answers, the hold has run out there, or the Client closes.
 //
 // The owner's last release also gives it up (marks it) when one of its
 // attempts had an outcome it never learned: a copy of that attempt may
@@ -317,7 +318,11 @@ func (l *Lease) unlock(ctx context.Context, deadline time.Time, unreachableFails
 	switch {
 	case err != nil:
 		l.end(tag("fairrw: lease lost: "+reason(err), ErrLeaseLost, err), lossUnlockFailed)
-		if !definite(err) && !unreachableFails {
+		if !definite(err) {
+			// Going on in the background, whoever asked: a quorum's
+			// release of a node that is down too (it gave up at once so as
+			// not to hold up the others), so that the node frees the lock
+			// as soon as it is back, not when the hold's lease runs out.
 			l.followUp()
 		}
 		return err

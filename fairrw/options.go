@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	neturl "net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -50,34 +53,36 @@ const (
 )
 
 type config struct {
-	client        rueidis.Client
-	clientOption  *rueidis.ClientOption
-	policy        Policy
-	leaseTime     time.Duration
-	unlockTimeout time.Duration
-	publish       publishCommand
-	tracking      bool
-	tracer        trace.TracerProvider // nil: the global one
-	meter         metric.MeterProvider // nil: the global one
-	logger        *slog.Logger         // nil: silent
-	syncReplicas  int
-	syncTimeout   time.Duration
-	protocol      int                                 // 0: wire.Protocol (withProtocol)
-	namespace     string                              // WithNamespace; "" for none
-	cohorts       bool                                // WithCohorts
-	deployment    string                              // WithDeployment; "": the Redis addresses
-	show          func(string) string                 // WithRedactedNames; nil: names as they are
-	wrap          func(rueidis.Client) rueidis.Client // WithRedisWrapper
-	noRoundTrips  bool                                // WithRedisSpans(false)
+	client         rueidis.Client
+	clientOption   *rueidis.ClientOption
+	policy         Policy
+	leaseTime      time.Duration
+	unlockTimeout  time.Duration
+	connectTimeout time.Duration
+	publish        publishCommand
+	tracking       bool
+	tracer         trace.TracerProvider // nil: the global one
+	meter          metric.MeterProvider // nil: the global one
+	logger         *slog.Logger         // nil: silent
+	syncReplicas   int
+	syncTimeout    time.Duration
+	protocol       int                                 // 0: wire.Protocol (withProtocol)
+	namespace      string                              // WithNamespace; "" for none
+	cohorts        bool                                // WithCohorts
+	deployment     string                              // WithDeployment; "": the Redis addresses
+	show           func(string) string                 // WithRedactedNames; nil: names as they are
+	wrap           func(rueidis.Client) rueidis.Client // WithRedisWrapper
+	noRoundTrips   bool                                // WithRedisSpans(false)
 }
 
 func defaultConfig() config {
 	return config{
-		policy:        WriterPreferring(),
-		leaseTime:     defaultLeaseTime,
-		unlockTimeout: defaultUnlockTimeout,
-		tracking:      true,
-		cohorts:       true,
+		policy:         WriterPreferring(),
+		leaseTime:      defaultLeaseTime,
+		unlockTimeout:  defaultUnlockTimeout,
+		connectTimeout: defaultConnectTimeout,
+		tracking:       true,
+		cohorts:        true,
 	}
 }
 
@@ -145,7 +150,11 @@ func WithURL(url string) Option {
 			if errors.As(err, &uerr) {
 				err = uerr.Err // its URL may carry a password
 			}
-			return fmt.Errorf("%w: WithURL: %v", ErrInvalidOption, err)
+			hint := ""
+			if !strings.Contains(url, "://") {
+				hint = " (a URL starts with its scheme: redis://host:port, rediss:// for TLS, unix:///path for a socket)"
+			}
+			return fmt.Errorf("%w: WithURL: %v%s", ErrInvalidOption, err, hint)
 		}
 		if err := checkURLTLS(opt); err != nil {
 			return err
@@ -170,9 +179,41 @@ func WithClientOption(opt rueidis.ClientOption) Option {
 		if opt.OnInvalidations != nil || opt.ClientTrackingOptions != nil {
 			return fmt.Errorf("%w: WithClientOption: OnInvalidations and ClientTrackingOptions are set by fairrw", ErrInvalidOption)
 		}
+		if err := checkAddresses(opt); err != nil {
+			return err
+		}
 		cfg.clientOption = &opt // the last of WithClientOption and WithURL counts
 		return nil
 	})
+}
+
+// checkAddresses refuses what no dial can reach: an address without a
+// port, a port out of range, a negative DB index. A caller's dialer
+// (DialFn, DialCtxFn: a unix socket, say) reads the addresses its own way.
+func checkAddresses(opt rueidis.ClientOption) error {
+	if opt.SelectDB < 0 {
+		return fmt.Errorf("%w: DB index %d is negative (Redis numbers its databases from 0)", ErrInvalidOption, opt.SelectDB)
+	}
+	if opt.DialFn != nil || opt.DialCtxFn != nil {
+		return nil
+	}
+	for _, addr := range opt.InitAddress {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("%w: address %q: %v (want host:port, as in localhost:6379)", ErrInvalidOption, addr, err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			if _, lerr := net.LookupPort("tcp", port); lerr != nil {
+				return fmt.Errorf("%w: address %q: port %q is not a number (want host:port, as in localhost:6379)", ErrInvalidOption, addr, port)
+			}
+			continue
+		}
+		if n < 1 || n > 65535 {
+			return fmt.Errorf("%w: address %q: port %d is out of range (1 to 65535)", ErrInvalidOption, addr, n)
+		}
+	}
+	return nil
 }
 
 // WithTracerProvider makes the Client trace acquires, Unlocks, watchdog rounds
@@ -359,6 +400,28 @@ func WithUnlockTimeout(d time.Duration) Option {
 			return fmt.Errorf("%w: unlock timeout %v is over a year", ErrInvalidOption, d)
 		}
 		cfg.unlockTimeout = d
+		return nil
+	})
+}
+
+// WithConnectTimeout bounds how long a call whose ctx has no deadline waits
+// for Redis while the Client cannot reach it: no connection yet (Redis
+// down, loading, busy, a stalled TLS handshake), or every try of an
+// acquire failing for want of Redis. The call then fails with an error
+// wrapping ErrUnavailable that names the address and the last error,
+// rather than wait silently; a Lock waiting for a lock that is held waits
+// on. A call with a deadline waits until its deadline. The default is 5s,
+// the dial timeout of rueidis and go-redis; d is positive and at most a
+// year, else New fails with ErrInvalidOption.
+func WithConnectTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
+		}
+		if d > maxSpan {
+			return fmt.Errorf("%w: connect timeout %v is over a year", ErrInvalidOption, d)
+		}
+		cfg.connectTimeout = d
 		return nil
 	})
 }

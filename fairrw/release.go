@@ -18,8 +18,9 @@ import (
 // longer true.
 //
 // With unreachableFails it gives up at once when it cannot connect (no try
-// has reached Redis): a quorum's release of a node that is down, whose hold
-// runs out with its lease, must not hold up the release of the others.
+// has reached Redis): a quorum's release of a node that is down must not
+// hold up the release of the others. Its caller goes on with it in the
+// background (Lease.followUp).
 //
 // A Shutdown cut short stops it too.
 func (m *RWMutex) releaseWithin(ctx context.Context, deadline time.Time, o *owner, mode Mode, st ownerState, abandon, unreachableFails bool) (releaseResult, error) {

@@ -44,18 +44,14 @@ func tlsRefused(err error) bool {
 // succeed, and its alert races the client's first write: the client sees
 // the alert, or only a reset connection. A reset or closed TLS connection
 // is then tried once more, reading the server's alert, if any, as the
-// client's first write would have. ownDial says that the caller dials
-// (DialCtxFn or DialFn): its dialer cannot be probed.
-func tlsRefusal(err error, opt rueidis.ClientOption, ownDial bool) error {
+// client's first write would have.
+func tlsRefusal(err error, opt rueidis.ClientOption) error {
 	switch {
 	case err == nil || opt.TLSConfig == nil:
 		return nil
 	case tlsRefused(err):
 		return err
 	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		if ownDial {
-			return nil
-		}
 		return probeTLS(opt)
 	}
 	return nil
@@ -63,9 +59,9 @@ func tlsRefusal(err error, opt rueidis.ClientOption, ownDial bool) error {
 
 // probeTLS makes a TLS connection to each address of opt, and waits a
 // moment for the server's alert. It returns the first alert, or nil.
-// Sentinel is not probed.
+// Sentinel and a dialer of the caller's (DialCtxFn) are not probed.
 func probeTLS(opt rueidis.ClientOption) error {
-	if opt.Sentinel.MasterSet != "" {
+	if opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" {
 		return nil
 	}
 	timeout := opt.Dialer.Timeout
@@ -119,10 +115,9 @@ func tlsRefusalHint(err error, cfg *tls.Config) string {
 // closes a connection that does not start with a TLS handshake, and the
 // client sees only a reset. The probe makes a TLS handshake without
 // verifying the server (it only asks whether it speaks TLS) and sends
-// nothing. ownDial says that the caller dials (DialCtxFn or DialFn): its
-// dialer cannot be probed.
-func plainToTLS(err error, opt rueidis.ClientOption, ownDial bool) error {
-	if err == nil || opt.TLSConfig != nil || ownDial || opt.Sentinel.MasterSet != "" ||
+// nothing.
+func plainToTLS(err error, opt rueidis.ClientOption) error {
+	if err == nil || opt.TLSConfig != nil || opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" ||
 		!(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
 	}
@@ -142,6 +137,40 @@ func plainToTLS(err error, opt rueidis.ClientOption, ownDial bool) error {
 		}
 	}
 	return nil
+}
+
+// plainServer returns the address of opt at which a server answers Redis's
+// plain protocol (a PING), or "": a TLS Client whose handshake got no
+// answer from it talks TLS to a server without it, which waits for a line
+// that a TLS handshake does not end. A stalled endpoint answers the probe
+// no more than the handshake. Sentinel and a dialer of the caller's
+// (DialCtxFn) are not probed.
+func plainServer(opt rueidis.ClientOption) string {
+	if opt.DialCtxFn != nil || opt.DialFn != nil || opt.Sentinel.MasterSet != "" {
+		return ""
+	}
+	timeout := opt.Dialer.Timeout
+	if timeout <= 0 {
+		timeout = rueidis.DefaultDialTimeout
+	}
+	wait := min(timeout, tlsProbeWait)
+	for _, addr := range opt.InitAddress {
+		conn, err := net.DialTimeout("tcp", addr, wait)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(wait))
+		_, err = conn.Write([]byte("PING\r\n"))
+		reply := make([]byte, 1)
+		if err == nil {
+			_, err = io.ReadFull(conn, reply)
+		}
+		_ = conn.Close()
+		if err == nil && (reply[0] == '+' || reply[0] == '-') {
+			return addr // "+PONG", or "-NOAUTH ...": Redis without TLS
+		}
+	}
+	return ""
 }
 
 // warnInsecureTLS logs a Client told not to verify the server's

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -91,28 +90,27 @@ func TestTLSRefusalProbe(t *testing.T) {
 	}
 
 	strict := tlsServer(t, cert, pool, tls.RequireAndVerifyClientCert)
-	err := tlsRefusal(reset, option(strict), false)
+	err := tlsRefusal(reset, option(strict))
 	if !tlsRefused(err) || !strings.Contains(err.Error(), "certificate required") {
 		t.Fatalf("a reset from a server that wants a client certificate: %v, want its alert", err)
 	}
-	wrapped := fmt.Errorf("fairrw: connect to %s: %w", strict, err)
-	if unavailable(wrapped, true) {
-		t.Errorf("the alert %v reads as Redis unavailable", wrapped)
+	if class, explained := explainConnect(strict, reset, option(strict)); class == classRetry || !errors.Is(explained, ErrPermission) {
+		t.Errorf("the alert %v reads as Redis unavailable (class %d)", explained, class)
 	}
 
 	lenient := tlsServer(t, cert, pool, tls.NoClientCert)
-	if err := tlsRefusal(reset, option(lenient), false); err != nil {
+	if err := tlsRefusal(reset, option(lenient)); err != nil {
 		t.Errorf("a reset from a server that accepts the client: %v, want no refusal", err)
 	}
-	if !unavailable(reset, true) {
-		t.Errorf("a reset reads as final")
+	if class, explained := explainConnect(lenient, reset, option(lenient)); class != classRetry || !errors.Is(explained, ErrUnavailable) {
+		t.Errorf("a reset reads as final: %v (class %d)", explained, class)
 	}
 
 	alert := &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}
-	if err := tlsRefusal(alert, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}, TLSConfig: &tls.Config{}}, false); err != alert {
+	if err := tlsRefusal(alert, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}, TLSConfig: &tls.Config{}}); err != alert {
 		t.Errorf("an alert: %v, want it as it is", err)
 	}
-	if err := tlsRefusal(reset, rueidis.ClientOption{InitAddress: []string{strict}}, false); err != nil {
+	if err := tlsRefusal(reset, rueidis.ClientOption{InitAddress: []string{strict}}); err != nil {
 		t.Errorf("a reset without TLS: %v, want no refusal", err)
 	}
 
@@ -147,12 +145,12 @@ func TestPlainToTLS(t *testing.T) {
 	cert, pool := selfSigned(t)
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	tlsAddr := tlsServer(t, cert, pool, tls.NoClientCert)
-	err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}, false)
+	err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}})
 	if err == nil || !strings.Contains(err.Error(), "speaks TLS") || !strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("a plain connection reset by a TLS server: %v, want it said", err)
 	}
-	if unavailable(fmt.Errorf("fairrw: connect to %s: %v", tlsAddr, err), false) {
-		t.Errorf("a server that speaks TLS reads as unavailable")
+	if class, explained := explainConnect(tlsAddr, reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}); class == classRetry || !errors.Is(explained, ErrInvalidOption) {
+		t.Errorf("a server that speaks TLS reads as unavailable: %v (class %d)", explained, class)
 	}
 	ln, lerr := net.Listen("tcp", "127.0.0.1:0") // accepts and closes: no TLS
 	if lerr != nil {
@@ -170,17 +168,14 @@ func TestPlainToTLS(t *testing.T) {
 		}
 	}()
 	defer func() { _ = ln.Close(); <-done }()
-	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{ln.Addr().String()}}, false); err != nil {
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{ln.Addr().String()}}); err != nil {
 		t.Errorf("a plain server: %v, want nothing said", err)
 	}
-	if err := plainToTLS(errors.New("WRONGPASS"), rueidis.ClientOption{InitAddress: []string{tlsAddr}}, false); err != nil {
+	if err := plainToTLS(errors.New("WRONGPASS"), rueidis.ClientOption{InitAddress: []string{tlsAddr}}); err != nil {
 		t.Errorf("another error: %v, want nothing said", err)
 	}
-	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}, TLSConfig: &tls.Config{}}, false); err != nil {
+	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}, TLSConfig: &tls.Config{}}); err != nil {
 		t.Errorf("a TLS Client: %v, want nothing said (tlsRefusal's case)", err)
-	}
-	if err := plainToTLS(reset, rueidis.ClientOption{InitAddress: []string{tlsAddr}}, true); err != nil {
-		t.Errorf("a Client whose caller dials: %v, want nothing probed", err)
 	}
 }
 

@@ -69,24 +69,24 @@ func (e *confEnv) gen(i int) *confGen {
 	return e.slots[i].cur
 }
 
-// dial makes a Client over base, retrying a little: a replacement may be
-// made while the slot's proxy stalls.
+// dial makes a Client over base. A replacement may be made during any
+// fault: the slot's proxy stalled or reset, its server paused, frozen or
+// busy in a script (connection-start faults, issue 31). None is New's
+// error: New returns a Client that connects once Redis serves, so an
+// error is a violation.
 func (e *confEnv) dial(base rueidis.ClientOption, tr transport, extra []fairrw.Option) (*fairrw.Client, error) {
 	opt := base
 	tr.mutate(&opt)
-	var err error
-	for range 5 {
-		var c *fairrw.Client
-		c, err = fairrw.New(append(append([]fairrw.Option{fairrw.WithClientOption(opt)}, e.opts...), extra...)...)
-		if err == nil {
-			e.slotMu.Lock()
-			e.closers = append(e.closers, c.Close)
-			e.slotMu.Unlock()
-			return c, nil
-		}
-		time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	c, err := fairrw.New(append(append([]fairrw.Option{fairrw.WithClientOption(opt)}, e.opts...), extra...)...)
+	if err != nil {
+		e.o.violate("connect/new-failed", "", "New called at %s failed at %s: %v", e.o.at(start), e.o.at(time.Now()), err)
+		return nil, err
 	}
-	return nil, err
+	e.slotMu.Lock()
+	e.closers = append(e.closers, c.Close)
+	e.slotMu.Unlock()
+	return c, nil
 }
 
 // newGen makes generation n of slot i, with its handles.

@@ -15,13 +15,16 @@ import (
 
 // maxExported is the public API's budget: 90 exported identifiers across
 // the public packages (156 before it was cut), one since for WithCohorts,
-// the off switch of lock cohorting, and six for what an operator needs of
+// the off switch of lock cohorting, six for what an operator needs of
 // telemetry (issue 33): WithDeployment (deploys told from outages),
 // WithRedactedNames with its two ready-made policies OmitNames and
 // HashNames (lock names kept out of spans, metrics and logs),
 // WithRedisSpans (the per-command spans off) and WithRedisWrapper (a
-// caller's instrumentation of the Client's own connection).
-const maxExported = 97
+// caller's instrumentation of the Client's own connection), and one for
+// WithConnectTimeout (issue 31): the bound on the wait of a call whose ctx
+// has no deadline for a Redis the Client cannot reach, after which it
+// fails with ErrUnavailable instead of waiting silently.
+const maxExported = 98
 
 // TestExportedIdentifiers counts the public API.
 //
