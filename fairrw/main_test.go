@@ -1,14 +1,31 @@
 package fairrw_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
+// defaultParallel is -test.parallel when the command line does not set it:
+// the tests that call t.Parallel mostly wait on timers (leases, renewals,
+// backoffs) rather than compute, so far more of them than GOMAXPROCS run
+// side by side without slowing each other.
+const defaultParallel = "32"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", defaultParallel); err != nil {
+			fmt.Fprintln(os.Stderr, "test.parallel:", err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	if code == 0 {
 		// miniredis answers CLUSTER commands, so rueidis runs its cluster
@@ -21,4 +38,19 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// timedSlots bounds how many timing-sensitive tests run at once: the
+// telemetry tests check that no Redis call of theirs goes unanswered for
+// the library's 100 ms (which would count as an outage), and that holds
+// only with the few tests beside them that -test.parallel's default
+// (GOMAXPROCS) allowed before defaultParallel raised it.
+var timedSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// parallelTimed is t.Parallel for a timing-sensitive test: it also waits for
+// one of timedSlots, which it gives back when the test ends.
+func parallelTimed(t *testing.T) {
+	t.Parallel()
+	timedSlots <- struct{}{}
+	t.Cleanup(func() { <-timedSlots })
 }

@@ -37,6 +37,7 @@ func miniEnv(t *testing.T, policy fairrw.Policy) locktest.Env {
 // side by side (each on its own in-process server): the suite mostly waits
 // for leases to run out.
 func TestBehaviour(t *testing.T) {
+	t.Parallel()
 	for _, p := range locktest.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()
@@ -46,8 +47,15 @@ func TestBehaviour(t *testing.T) {
 }
 
 func TestOrdering(t *testing.T) {
-	t.Run("writer-preferring", func(t *testing.T) { locktest.RunWriterPreferring(t, miniEnv(t, nil)) })
-	t.Run("phase-fair", func(t *testing.T) { locktest.RunPhaseFair(t, miniEnv(t, nil)) })
+	t.Parallel()
+	t.Run("writer-preferring", func(t *testing.T) {
+		t.Parallel()
+		locktest.RunWriterPreferring(t, miniEnv(t, nil))
+	})
+	t.Run("phase-fair", func(t *testing.T) {
+		t.Parallel()
+		locktest.RunPhaseFair(t, miniEnv(t, nil))
+	})
 }
 
 func TestPolicyMismatch(t *testing.T) {
@@ -57,6 +65,7 @@ func TestPolicyMismatch(t *testing.T) {
 // TestMutex runs the Mutex suite beside each policy's read-write lock (the
 // policy it must refuse to share a name with).
 func TestMutex(t *testing.T) {
+	t.Parallel()
 	for _, p := range locktest.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()

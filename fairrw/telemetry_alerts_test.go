@@ -442,7 +442,7 @@ func TestTelemetryCohortPasses(t *testing.T) {
 	t.Parallel()
 	for _, p := range []fairrw.Policy{fairrw.WriterPreferring(), fairrw.PhaseFair()} {
 		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
+			parallelTimed(t)
 			e := newOtelEnv(t)
 			c := e.client(t, p)
 			const name, waiters = "cohort:passes", 3

@@ -162,7 +162,7 @@ func TestTelemetryRedactedNames(t *testing.T) {
 			t.Parallel()
 			for _, p := range allPolicies {
 				t.Run(p.String(), func(t *testing.T) {
-					t.Parallel()
+					parallelTimed(t)
 					e := newOtelEnv(t)
 					client := e.client(t, p, fairrw.WithRedactedNames(c.show))
 					granted := exerciseNames(t, e, client, p)
@@ -205,7 +205,7 @@ func TestTelemetryRedactedNames(t *testing.T) {
 // TestTelemetryNamesShownByDefault: without WithRedactedNames the same
 // events name the lock, so the redaction test above would see a leak.
 func TestTelemetryNamesShownByDefault(t *testing.T) {
-	t.Parallel()
+	parallelTimed(t)
 	e := newOtelEnv(t)
 	p := fairrw.WriterPreferring()
 	exerciseNames(t, e, e.client(t, p), p)
@@ -220,7 +220,7 @@ func TestTelemetryNamesShownByDefault(t *testing.T) {
 // lost lease (its fairrw.lease.lost span), the outage a call noticed (in
 // the call's trace).
 func TestTelemetryLogsJoinTraces(t *testing.T) {
-	t.Parallel()
+	parallelTimed(t)
 	e := newOtelEnv(t)
 	p := fairrw.Redisson()
 	logs := &traceLogs{}

@@ -900,7 +900,7 @@ func TestTelemetryTryLockNotAcquired(t *testing.T) {
 // TestTelemetryAcquireError: an acquire that fails (an invalid name) is an
 // error span, and logged at Warn.
 func TestTelemetryAcquireError(t *testing.T) {
-	t.Parallel()
+	parallelTimed(t)
 	e := newOtelEnv(t)
 	p := fairrw.WriterPreferring()
 	c := e.client(t, p)
@@ -1027,7 +1027,7 @@ func TestTelemetryLeaseGone(t *testing.T) {
 // TestTelemetryLeaseClosed: Close ends a lease still held; that is logged
 // at Info, as the caller's doing.
 func TestTelemetryLeaseClosed(t *testing.T) {
-	t.Parallel()
+	parallelTimed(t)
 	e := newOtelEnv(t)
 	p := fairrw.Redisson()
 	c := e.client(t, p)
@@ -1135,7 +1135,7 @@ func perPolicy(t *testing.T, f func(t *testing.T, e *otelEnv, p fairrw.Policy)) 
 	t.Parallel()
 	for _, p := range allPolicies {
 		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
+			parallelTimed(t)
 			f(t, newOtelEnv(t), p)
 		})
 	}
@@ -1211,7 +1211,7 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 // spans and drops the round trips' (a rueidis tracing wrapper makes its
 // own); a renewal round, one round trip, keeps its span.
 func TestTelemetryRedisSpansOff(t *testing.T) {
-	t.Parallel()
+	parallelTimed(t)
 	e := newOtelEnv(t)
 	c := e.client(t, fairrw.WriterPreferring(), fairrw.WithRedisSpans(false), fairrw.WithLeaseTime(300*time.Millisecond))
 	ctx, request := e.appSpan("request")

@@ -15,10 +15,18 @@ import (
 // same owner, and a hold whose lease ended stops counting.
 
 const (
-	// furtherShort is the short lease of these scenarios: an explicit
-	// WithLease, and the Client's lease time that the watchdog renews with
-	// (and that a release must not set again).
+	// furtherShort is the short explicit lease (WithLease) of these
+	// scenarios: it runs out while the test looks.
 	furtherShort = 200 * time.Millisecond
+	// furtherWatchdog is the Client's lease time, that the watchdog renews
+	// with (and that a release must not set again). It is a second rather
+	// than a tiny one so that a loaded machine, running a renewal late,
+	// cannot lose a hold the scenario needs alive.
+	furtherWatchdog = time.Second
+	// furtherCut is how long a scenario waits before it checks that a hold
+	// was not cut short: any lease cut to the short one, or set to the
+	// Client's, would have run out by then.
+	furtherCut = 2 * furtherWatchdog
 	// furtherLong is the long explicit lease that must not be cut short.
 	furtherLong = 20 * time.Second
 )
@@ -32,13 +40,8 @@ const (
 // "older", the long hold is the one released, and the further hold must
 // keep the lock.
 func ShorterHoldNeverShortens(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(furtherShort))
-	for _, tc := range []struct {
-		name          string
-		first, second fairrw.Mode
-		lease         time.Duration // of the further hold; 0 for the watchdog
-		releaseFirst  bool
-	}{
+	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
+	for _, tc := range []shorterCase{
 		{"write/long", fairrw.Write, fairrw.Write, furtherLong, false},
 		{"write/short", fairrw.Write, fairrw.Write, furtherShort, false},
 		{"write/watchdog", fairrw.Write, fairrw.Write, 0, false},
@@ -51,40 +54,56 @@ func ShorterHoldNeverShortens(t *testing.T, env Env) {
 		{"read/watchdog", fairrw.Read, fairrw.Read, 0, false},
 		{"read/older", fairrw.Read, fairrw.Read, furtherLong, true},
 	} {
-		n := name(t) + ":" + tc.name
-		first := lock(t, c.RWMutex(n), tc.first, fairrw.WithLease(furtherLong))
-		var opts []fairrw.AcquireOption
-		if tc.lease > 0 {
-			opts = append(opts, fairrw.WithLease(tc.lease))
-		}
-		second := hold(t, first, tc.second, opts...)
-		kept, gone := first, second
-		if tc.releaseFirst {
-			kept, gone = second, first
-		}
-		switch {
-		case tc.lease == 0:
-			time.Sleep(3 * furtherShort) // renewal rounds run
-			alive(t, second)
-			keptOut(t, c, n, tc.first == fairrw.Write)
-			unlock(t, gone)
-		case tc.lease == furtherShort:
-			if err := waitDone(t, gone, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
-				t.Fatalf("%s: the short hold ended with %v, want ErrLeaseLost", tc.name, err)
-			}
-			if err := gone.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
-				t.Fatalf("%s: Unlock of the expired hold: %v, want ErrNotHeld", tc.name, err)
-			}
-		default:
-			unlock(t, gone)
-		}
-		time.Sleep(3 * furtherShort)
-		keptOut(t, c, n, hidden.Mode(kept) == fairrw.Write)
-		alive(t, kept)
-		unlock(t, kept)
-		unlock(t, granted(t, c.RWMutex(n), fairrw.Write))
-		EventuallyNoKeys(t, env, n)
+		// The cases mostly wait for leases: side by side, each on its own lock.
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, env, c)
+		})
 	}
+}
+
+// shorterCase is a case of ShorterHoldNeverShortens.
+type shorterCase struct {
+	name          string
+	first, second fairrw.Mode
+	lease         time.Duration // of the further hold; 0 for the watchdog
+	releaseFirst  bool
+}
+
+func (tc shorterCase) run(t *testing.T, env Env, c *fairrw.Client) {
+	n := name(t) + ":" + tc.name
+	first := lock(t, c.RWMutex(n), tc.first, fairrw.WithLease(furtherLong))
+	var opts []fairrw.AcquireOption
+	if tc.lease > 0 {
+		opts = append(opts, fairrw.WithLease(tc.lease))
+	}
+	second := hold(t, first, tc.second, opts...)
+	kept, gone := first, second
+	if tc.releaseFirst {
+		kept, gone = second, first
+	}
+	switch {
+	case tc.lease == 0:
+		time.Sleep(3 * furtherWatchdog) // renewal rounds run
+		alive(t, second)
+		keptOut(t, c, n, tc.first == fairrw.Write)
+		unlock(t, gone)
+	case tc.lease == furtherShort:
+		if err := waitDone(t, gone, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+			t.Fatalf("%s: the short hold ended with %v, want ErrLeaseLost", tc.name, err)
+		}
+		if err := gone.Unlock(ctx(t)); !errors.Is(err, fairrw.ErrNotHeld) {
+			t.Fatalf("%s: Unlock of the expired hold: %v, want ErrNotHeld", tc.name, err)
+		}
+	default:
+		unlock(t, gone)
+	}
+	time.Sleep(furtherCut)
+	keptOut(t, c, n, hidden.Mode(kept) == fairrw.Write)
+	alive(t, kept)
+	unlock(t, kept)
+	unlock(t, granted(t, c.RWMutex(n), fairrw.Write))
+	EventuallyNoKeys(t, env, n)
 }
 
 // keptOut checks that other owners are refused the write, and the read too
@@ -112,7 +131,7 @@ var orders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2,
 // ErrNotHeld and counts no more; and as soon as the last live hold is
 // unlocked, another owner's TryLock is granted at once.
 func FurtherHoldsEach(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(furtherShort))
+	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
 	for _, kind := range []struct {
 		name  string
 		modes [3]fairrw.Mode
@@ -122,12 +141,16 @@ func FurtherHoldsEach(t *testing.T, env Env) {
 		{"downgrade", [3]fairrw.Mode{fairrw.Write, fairrw.Read, fairrw.Read}},
 	} {
 		for _, order := range orders {
-			n := fmt.Sprintf("%s:%s:%d%d%d", name(t), kind.name, order[0], order[1], order[2])
-			first := lock(t, c.RWMutex(n), kind.modes[0], fairrw.WithLease(furtherLong))
-			releaseEach(t, first, kind.modes[1], kind.modes[2], order,
-				func(write bool) { keptOut(t, c, n, write) },
-				func() *fairrw.Lease { return granted(t, c.RWMutex(n), fairrw.Write) })
-			EventuallyNoKeys(t, env, n)
+			// The cases wait on leases: side by side, each on its own lock.
+			t.Run(fmt.Sprintf("%s/%d%d%d", kind.name, order[0], order[1], order[2]), func(t *testing.T) {
+				t.Parallel()
+				n := fmt.Sprintf("%s:%s:%d%d%d", name(t), kind.name, order[0], order[1], order[2])
+				first := lock(t, c.RWMutex(n), kind.modes[0], fairrw.WithLease(furtherLong))
+				releaseEach(t, first, kind.modes[1], kind.modes[2], order,
+					func(write bool) { keptOut(t, c, n, write) },
+					func() *fairrw.Lease { return granted(t, c.RWMutex(n), fairrw.Write) })
+				EventuallyNoKeys(t, env, n)
+			})
 		}
 	}
 }
@@ -157,7 +180,7 @@ func releaseEach(t *testing.T, first *fairrw.Lease, m1, m2 fairrw.Mode, order [3
 			}
 		}
 		if len(live) > 0 {
-			time.Sleep(2 * furtherShort) // a lease cut to the short one would run out
+			time.Sleep(furtherCut) // a lease cut to the short one, or set to the Client's, would run out
 			for _, l := range live {
 				alive(t, l)
 			}

@@ -301,16 +301,19 @@ func ExplicitLeaseExpires(t *testing.T, env Env) {
 // times while its Client renews it, and so does a further hold taken from
 // it (a downgrade read here).
 func WatchdogKeepsLeaseAlive(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(300*time.Millisecond))
+	// A second, not a tiny lease: a loaded machine running a renewal late
+	// must not lose the holds this scenario needs alive.
+	const lease = time.Second
+	c := env.client(t, fairrw.WithLeaseTime(lease))
 	m, other := c.RWMutex(name(t)), c.RWMutex(name(t))
 	w := lock(t, m, fairrw.Write)
 	r := hold(t, w, fairrw.Read)
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(3 * lease)
 	alive(t, w)
 	alive(t, r)
 	refused(t, other, fairrw.Read)
 	unlock(t, w)
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(2 * lease)
 	alive(t, r)
 	refused(t, other, fairrw.Write)
 	unlock(t, r)
