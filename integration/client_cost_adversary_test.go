@@ -60,6 +60,7 @@ func checkEnded(t *testing.T, what string, l *fairrw.Lease, wantLost bool) {
 // goroutine behind.
 func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 	r := redistest.StartProcess(t)
+	ctl := startLateness(t) // before IgnoreCurrent: it runs to the test's end
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
 	const unlockTimeout = 400 * time.Millisecond
@@ -129,9 +130,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 				} else {
 					_, err = c.RWMutex(fmt.Sprint("cc-frozen-", i)).RLock(ctx)
 				}
-				if over := time.Since(start) - d; over > slack {
-					t.Errorf("wave %d: acquire %d returned %v after its ctx's deadline (%v): %v", wave, i, over, d, err)
-				}
+				ctl.within(fmt.Sprintf("wave %d: acquire %d (ctx %v, %v) after its ctx's deadline", wave, i, d, err), time.Since(start)-d, slack)
 				if err == nil {
 					t.Errorf("wave %d: acquire %d granted on a frozen Redis", wave, i)
 				}
@@ -151,9 +150,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 			if err == nil {
 				t.Errorf("Unlock %s: nil on a frozen Redis", uc.name)
 			}
-			if over := took - uc.bound; over > slack {
-				t.Errorf("Unlock %s: returned after %v, %v past its bound %v: %v", uc.name, took, over, uc.bound, err)
-			}
+			ctl.within(fmt.Sprintf("Unlock %s (returned after %v, %v) past its bound %v", uc.name, took, err, uc.bound), took-uc.bound, slack)
 			checkEnded(t, "Unlock "+uc.name, uc.lease, true)
 		}()
 	}
@@ -167,9 +164,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 			t.Errorf("Unlock %s: the release was lost: the lock not free after Redis came back: %v", uc.name, err)
 			continue
 		}
-		if took := time.Since(start); took > 3*time.Second {
-			t.Errorf("Unlock %s: lock free only after %v", uc.name, took)
-		}
+		ctl.within("Unlock "+uc.name+": the lock free again (from the Lock's start)", time.Since(start), 3*time.Second)
 		mustUnlock(t, l)
 	}
 	_ = c.Close()
@@ -271,6 +266,7 @@ func TestClientCostCloseCutsFrozenShutdown(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
 	for _, p := range []fairrw.Policy{fairrw.WriterPreferring(), fairrw.Redisson()} {
 		t.Run(p.String(), func(t *testing.T) {
+			ctl := startLateness(t)
 			c := newClient(t, r, transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(20*time.Second))
 			held, err := c.RWMutex("cc-cut-held-" + p.String()).Lock(ctxFor(t, 5*time.Second))
 			if err != nil {
@@ -286,9 +282,7 @@ func TestClientCostCloseCutsFrozenShutdown(t *testing.T) {
 				defer wg.Done()
 				start := time.Now()
 				err := f()
-				if took := time.Since(start); took > bound {
-					t.Errorf("%s returned after %v once Close cut the Shutdown short: %v", what, took, err)
-				}
+				ctl.within(fmt.Sprintf("%s once Close cut the Shutdown short (%v)", what, err), time.Since(start), bound)
 			}
 			wg.Add(4)
 			go timed("Lock", 2*time.Second, func() error {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -87,6 +88,7 @@ func wLost(w *fairrw.Lease) bool {
 // (also one a call under way returns late), and Close afterwards returns.
 func TestCloseAdvShutdownFrozenCallsUnderWay(t *testing.T) {
 	r := redistest.StartProcess(t)
+	ctl := startLateness(t)
 	ctx := testCtx(t)
 	c := newClient(t, r, transports[0], fairrw.WithLeaseTime(3*time.Second), fairrw.WithUnlockTimeout(3*time.Second))
 	m := c.RWMutex("cadv:frozen")
@@ -116,9 +118,7 @@ func TestCloseAdvShutdownFrozenCallsUnderWay(t *testing.T) {
 	defer cancel()
 	dl, _ := sctx.Deadline()
 	err = c.Shutdown(sctx)
-	if over := time.Since(dl); over > 150*time.Millisecond {
-		t.Errorf("Shutdown returned %v after its deadline (%v)", over.Round(time.Millisecond), err)
-	}
+	ctl.within(fmt.Sprintf("Shutdown after its deadline (%v)", err), time.Since(dl), 150*time.Millisecond)
 	t.Logf("Shutdown: %v", err)
 	if _, err := m.TryLock(ctx); !errors.Is(err, fairrw.ErrClosed) {
 		t.Errorf("TryLock after Shutdown returned: %v, want ErrClosed", err)
@@ -163,6 +163,7 @@ func TestCloseAdvShutdownFrozenCallsUnderWay(t *testing.T) {
 // the Client is left (after Redis is resumed).
 func TestCloseAdvCloseAfterEarlyShutdownNoLeak(t *testing.T) {
 	r := redistest.StartProcess(t)
+	ctl := startLateness(t)
 	ctx := testCtx(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
@@ -188,9 +189,7 @@ func TestCloseAdvCloseAfterEarlyShutdownNoLeak(t *testing.T) {
 	dl, _ := sctx.Deadline()
 	_ = c.Shutdown(sctx)
 	cancel()
-	if over := time.Since(dl); over > 150*time.Millisecond {
-		t.Errorf("Shutdown returned %v after its deadline", over)
-	}
+	ctl.within("Shutdown after its deadline", time.Since(dl), 150*time.Millisecond)
 	for i, l := range leases {
 		select {
 		case <-l.Done():

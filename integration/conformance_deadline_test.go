@@ -143,7 +143,8 @@ type confOverrun struct {
 
 // callReturned records a call of kind (Lock, Unlock, ...) made with cc in
 // [start, ret], which returned err: how long after its ctx ended it
-// returned. An overrun past confOverrunBound is a violation.
+// returned. An overrun past confOverrunBound (and past the machine's
+// lateness, when the oracle has a control) is a violation.
 func (o *confOracle) callReturned(kind string, cc *confCtx, start, ret time.Time, err error, op string) {
 	end, why := time.Time{}, ""
 	if dl, ok := cc.ctx.Deadline(); ok && ret.After(dl) {
@@ -187,8 +188,13 @@ func (o *confOracle) callReturned(kind string, cc *confCtx, start, ret time.Time
 		s.frozenWorst = max(s.frozenWorst, over)
 	}
 	if over > confOverrunBound {
-		o.violateLocked("deadline/overrun", "", ret, "%s called %s returned %s (%s), %v after its ctx's %s at %s (bound %v)",
-			op, o.at(start), o.at(ret), confErrKind(err), over.Round(time.Millisecond), why, o.at(end), confOverrunBound)
+		what := fmt.Sprintf("conformance: deadline/overrun: %s called %s returned %s (%s) after its ctx's %s at %s",
+			op, o.at(start), o.at(ret), confErrKind(err), why, o.at(end))
+		if o.ctl == nil {
+			o.violateLocked("deadline/overrun", "", ret, "%s: %v (bound %v)", what, over.Round(time.Millisecond), confOverrunBound)
+		} else {
+			o.ctl.within(what, over, confOverrunBound)
+		}
 	}
 }
 

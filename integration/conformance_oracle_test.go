@@ -117,7 +117,11 @@ type confOracle struct {
 	target string
 	start  time.Time
 	faults *confFaults
-	bound  time.Duration // liveness bound
+	// ctl judges the overruns: a call's overrun past confOverrunBound fails
+	// the test when it is also past the machine's lateness at the time
+	// (the control's worst), judged when the test ends.
+	ctl   *lateness
+	bound time.Duration // liveness bound
 
 	mu         sync.Mutex
 	nextID     int64

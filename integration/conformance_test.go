@@ -192,6 +192,7 @@ func runConformance(t *testing.T, tg confTarget, topSeed, seed uint64, dur time.
 	start := time.Now()
 	e.f = &confFaults{tb: t, start: start, counts: map[string]int{}}
 	e.o = newConfOracle(tg.name, start, e.f, confBound)
+	e.o.ctl = startLateness(t)
 
 	nodes := 1
 	if tg.kind == confQuorumKind {

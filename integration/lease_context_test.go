@@ -41,14 +41,13 @@ func TestLeaseContextWhileRedisPaused(t *testing.T) {
 
 func pausedCheck(t *testing.T, r *redistest.Redis, l *fairrw.Lease, lease time.Duration) {
 	t.Helper()
+	ctl := startLateness(t)
 	lctx := l.Context()
 	r.Pause(t)
 	defer r.Resume(t)
 	select {
 	case <-lctx.Done():
-		if late := time.Since(l.Deadline()); late > 300*time.Millisecond {
-			t.Fatalf("Context ended %v after the lease's deadline", late)
-		}
+		ctl.within("the Context ended after the lease's deadline", time.Since(l.Deadline()), 300*time.Millisecond)
 		if cause := context.Cause(lctx); !errors.Is(cause, fairrw.ErrLeaseLost) {
 			t.Fatalf("cause %v, want ErrLeaseLost", cause)
 		}

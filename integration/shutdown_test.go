@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestShutdown(t *testing.T) {
 func TestShutdownBoundedWhenRedisPaused(t *testing.T) {
 	for _, tg := range fAllTargets() {
 		t.Run(tg.String(), func(t *testing.T) {
+			ctl := startLateness(t)
 			r := redistest.StartProcess(t)
 			raw := fRaw(t, r)
 			const lease = time.Second
@@ -63,9 +65,7 @@ func TestShutdownBoundedWhenRedisPaused(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Shutdown with Redis paused: %v, want DeadlineExceeded", err)
 			}
-			if took > 300*time.Millisecond+unlockTimeout+500*time.Millisecond {
-				t.Fatalf("Shutdown took %v with a 300ms ctx and a %v unlock timeout", took, unlockTimeout)
-			}
+			ctl.within(fmt.Sprintf("Shutdown with a 300ms ctx and a %v unlock timeout", unlockTimeout), took, 300*time.Millisecond+unlockTimeout+500*time.Millisecond)
 			if err := <-waiter; !errors.Is(err, fairrw.ErrClosed) {
 				t.Fatalf("waiter: %v, want ErrClosed", err)
 			}
@@ -100,6 +100,7 @@ func pausableClient(t *testing.T, r *redistest.Redis, opts ...fairrw.Option) *fa
 // frozen Redis stops it at once: both return, the Shutdown with an error
 // wrapping ErrClosed.
 func TestCloseCutsShutdownShort(t *testing.T) {
+	ctl := startLateness(t)
 	r := redistest.StartProcess(t)
 	c := pausableClient(t, r, fairrw.WithLeaseTime(time.Second))
 	mustLock(t, c.RWMutex("cut-short"), fairrw.Write)
@@ -121,9 +122,7 @@ func TestCloseCutsShutdownShort(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Shutdown still running after Close")
 	}
-	if took := time.Since(start); took > 1500*time.Millisecond {
-		t.Fatalf("Close during Shutdown took %v", took)
-	}
+	ctl.within("Close during Shutdown", time.Since(start), 1500*time.Millisecond)
 }
 
 // TestShutdownQuorumNodes: a node Client's Shutdown releases its node holds

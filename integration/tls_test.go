@@ -132,8 +132,11 @@ func TestTLS(t *testing.T) {
 	}
 	for _, p := range policies {
 		t.Run(p.String(), func(t *testing.T) {
+			ctl := startLateness(t)
 			ctx := testCtx(t)
-			lease := 300 * time.Millisecond
+			// A second, not a tiny lease: a loaded machine running a renewal
+			// late must not lose the hold this test needs alive.
+			lease := time.Second
 			a, err := fairrw.New(fairrw.WithClientOption(option(ca.pool())), fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
 			if err != nil {
 				t.Fatal(err)
@@ -178,9 +181,8 @@ func TestTLS(t *testing.T) {
 			if err := <-waited; err != nil {
 				t.Fatalf("the waiter: %v", err)
 			}
-			if wake := granted.Sub(released); wake > time.Second {
-				t.Errorf("the waiter was granted %v after the release: its wake-up did not come over TLS", wake)
-			}
+			// Past a second, its wake-up did not come over TLS.
+			ctl.within("the waiter granted after the release", granted.Sub(released), time.Second)
 			t.Logf("%s: renewed over %v, waiter granted %v after the release", p, 4*lease, granted.Sub(released).Round(time.Microsecond))
 		})
 	}
