@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/hidden"
 )
 
 // Work that must still happen after its caller has gone (a grant that
@@ -20,7 +22,7 @@ import (
 // the clean-up is done before the call returns; on one that does not, the
 // call returns this late at most, and the clean-up goes on in the
 // background.
-const cleanupGrace = 20 * time.Millisecond
+const cleanupGrace = hidden.CleanupGrace
 
 // followUpMaxBackoff bounds the pause between two background tries: once
 // Redis answers again, what was left is done within it.

@@ -23,6 +23,10 @@ const (
 	LeaseTime = 30 * time.Second
 	// UnlockTimeout is the default of fairrw.WithUnlockTimeout.
 	UnlockTimeout = 5 * time.Second
+	// CleanupGrace is how long a call whose ctx has ended still waits for
+	// the clean-up it leaves (a release sent as its ctx ended) before
+	// returning and leaving it to the background.
+	CleanupGrace = 20 * time.Millisecond
 	// ClockDrift is the default clock-drift allowance of a Quorum, as a
 	// fraction of the lease (Redlock's 1%; documented on
 	// fairrw.WithClockDrift).
