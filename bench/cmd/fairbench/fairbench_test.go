@@ -298,15 +298,17 @@ func needRedisServer(t *testing.T) {
 func TestEmbeddedRedisServer(t *testing.T) {
 	needRedisServer(t)
 	stdout, stderr := runFairbench(t, "-redis", "server", "-duration", "200ms", "-scenarios", "contended,handoff,renewal",
-		"-min-handoffs", "3", "-leases", "250", "-out", "")
+		"-min-handoffs", "3", "-leases", "201", "-out", "")
 	checkTables(t, stdout, nil, "contended", "handoff", "renewal")
 	// A real Redis has commandstats: the cost columns are measured, and a
-	// renewal round of 250 leases is ceil(250/100) = 3 script calls.
+	// renewal round of 201 leases is ceil(201/100) = 3 script calls. (201,
+	// not 250: on a loaded machine rueidislock's 250 acquires outran the
+	// renewal scenario's time limit, and the row was left out.)
 	if strings.Contains(section(stdout, "contended"), "n/a") {
 		t.Errorf("contended: a cost column is n/a on a real Redis:\n%s", stdout)
 	}
 	for _, c := range contender.Policies() {
-		row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(c.Name) + `\s+250\s+333\s+(\S+)`).FindStringSubmatch(section(stdout, "renewal"))
+		row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(c.Name) + `\s+201\s+333\s+(\S+)`).FindStringSubmatch(section(stdout, "renewal"))
 		if row == nil || row[1] != "3.0" {
 			t.Errorf("renewal row of %s: %q, want 3.0 scripts per round:\n%s", c.Name, row, stdout)
 		}
