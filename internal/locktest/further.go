@@ -16,13 +16,16 @@ import (
 
 const (
 	// furtherShort is the short explicit lease (WithLease) of these
-	// scenarios: it runs out while the test looks.
-	furtherShort = 200 * time.Millisecond
+	// scenarios: it runs out while the test looks. Half a second, so that
+	// a further hold granted late on a loaded machine is not answered after
+	// its lease ran out.
+	furtherShort = 500 * time.Millisecond
 	// furtherWatchdog is the Client's lease time, that the watchdog renews
-	// with (and that a release must not set again). It is a second rather
-	// than a tiny one so that a loaded machine, running a renewal late,
-	// cannot lose a hold the scenario needs alive.
-	furtherWatchdog = time.Second
+	// with (and that a release must not set again). It is two seconds
+	// rather than a tiny lease so that a loaded machine (two CPU burners
+	// beside six test packages), running a renewal late, cannot lose a hold
+	// the scenario needs alive.
+	furtherWatchdog = 2 * time.Second
 	// furtherCut is how long a scenario waits before it checks that a hold
 	// was not cut short: any lease cut to the short one, or set to the
 	// Client's, would have run out by then.
