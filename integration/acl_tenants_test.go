@@ -509,6 +509,21 @@ func crossTenantAttempts(t *testing.T, r *redistest.Redis, admin rueidis.Client,
 			}
 		}
 	}
+	// A fencing token is kept a second past the clock reaching it (tokens
+	// follow Redis's clock): on a loaded machine the attempts below outlast
+	// it, and the victim's fence keys would expire by themselves, which is
+	// no attacker's doing. They are kept a minute here, as the holds are.
+	keys, err := admin.Do(ctx, admin.B().Keys().Pattern("*"+victim+":held*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasSuffix(k, ":fence") {
+			if err := admin.Do(ctx, admin.B().Pexpire().Key(k).Milliseconds(time.Minute.Milliseconds()).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	before := aclSnapshot(t, admin, "*"+victim+":held*")
 
 	// The library, without a namespace: the ACL alone stands in the way.

@@ -47,6 +47,7 @@ func TestClusterBehaviour(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
 	for _, m := range topologyMatrix() {
 		t.Run(m.p.String()+"/"+m.tr.name, func(t *testing.T) {
+			t.Parallel() // each policy on its own locks, as in TestBehaviour
 			env := clusterEnv(t, c, m.tr, m.p)
 			env.Repeat = longRun() && m.tr.name != transports[0].name // the policy runs on transports[0] too
 			locktest.Run(t, env)

@@ -60,6 +60,7 @@ func TestSentinelBehaviour(t *testing.T) {
 	raw := s.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 	for _, m := range topologyMatrix() {
 		t.Run(m.p.String()+"/"+m.tr.name, func(t *testing.T) {
+			t.Parallel() // each policy on its own locks, as in TestBehaviour
 			locktest.Run(t, locktest.Env{Raw: raw, Policy: m.p, Repeat: longRun() && m.tr.name != transports[0].name, New: func(t testing.TB, opts ...fairrw.Option) *fairrw.Client {
 				return newSentinelClient(t, s, m.tr, opts...)
 			}})
