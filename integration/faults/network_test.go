@@ -1,0 +1,275 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/redistest"
+)
+
+// proxiedClient is a Client whose every connection goes through px.
+func proxiedClient(t *testing.T, px *faults.Proxy, p fairrw.Policy, opts ...fairrw.Option) *fairrw.Client {
+	t.Helper()
+	opt := rueidis.ClientOption{InitAddress: []string{px.Addr()}, ConnWriteTimeout: 500 * time.Millisecond}
+	c, err := fairrw.New(append([]fairrw.Option{fairrw.WithClientOption(opt), fairrw.WithPolicy(p)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestFaultNetworkCut: the network between a holder and Redis drops
+// everything (blackhole) or freezes (stall). The holder's lease is reported
+// lost by its local deadline, with no answer from Redis; the lock frees in
+// Redis within the lease, so an owner on a working connection gets it; and
+// once the network heals, the cut-off client works again. A late renewal
+// delivered after a stall does not take the lock back.
+func TestFaultNetworkCut(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, cut := range []struct {
+		name  string
+		apply func(*faults.Proxy)
+	}{{"blackhole", (*faults.Proxy).Blackhole}, {"stall", (*faults.Proxy).Stall}} {
+		for _, p := range itest.Policies {
+			t.Run(cut.name+"/"+p.String(), func(t *testing.T) {
+				const lease = 600 * time.Millisecond
+				name := "fault:cut:" + cut.name + ":" + p.String()
+				px := faults.StartProxy(t, r.Addr)
+				cutOff := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+				held := itest.MustLock(t, cutOff.RWMutex(name), fairrw.Write)
+				direct := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
+
+				cut.apply(px)
+				itest.AwaitLost(t, held, 5*lease)
+				if late := time.Since(held.Deadline()); late > 300*time.Millisecond {
+					t.Fatalf("lease reported lost %v after its local deadline", late)
+				}
+				l := itest.MustLock(t, direct.RWMutex(name), fairrw.Write)
+				if l.Token() <= held.Token() {
+					t.Fatalf("new holder's token %d not above the cut-off holder's %d", l.Token(), held.Token())
+				}
+				px.Heal()
+				// Whatever the cut-off client had in flight arrives now; it
+				// must not take the lock back from the new holder.
+				time.Sleep(lease / 2)
+				tryCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if _, err := cutOff.RWMutex(name).TryLock(tryCtx); !errors.Is(err, fairrw.ErrNotAcquired) {
+					t.Fatalf("healed client's TryLock while another holds: %v, want ErrNotAcquired", err)
+				}
+				itest.MustUnlock(t, l)
+				again := itest.MustLock(t, cutOff.RWMutex(name), fairrw.Write)
+				itest.MustUnlock(t, again)
+			})
+		}
+	}
+}
+
+// TestFaultWaiterBehindCut: a waiter whose connection is cut misses the
+// release's message; after the network heals it is granted anyway, with no
+// notification (the PTTL bound and the re-made subscription).
+func TestFaultWaiterBehindCut(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range itest.Policies {
+		t.Run(p.String(), func(t *testing.T) {
+			const lease = 600 * time.Millisecond
+			name := "fault:waiter-cut:" + p.String()
+			px := faults.StartProxy(t, r.Addr)
+			waiterClient := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+			holderClient := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease))
+			held := itest.MustLock(t, holderClient.RWMutex(name), fairrw.Write)
+			got := make(chan itest.LockResult, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				l, err := waiterClient.RWMutex(name).Lock(ctx)
+				got <- itest.LockResult{L: l, Err: err, At: time.Now()}
+			}()
+			time.Sleep(100 * time.Millisecond) // the waiter waits
+			px.Blackhole()
+			itest.MustUnlock(t, held) // its message is lost on the way to the waiter
+			time.Sleep(lease)
+			healed := time.Now()
+			px.Heal()
+			res := <-got
+			if res.Err != nil {
+				t.Fatalf("waiter after the cut healed: %v", res.Err)
+			}
+			defer itest.MustUnlock(t, res.L)
+			if wait := res.At.Sub(healed); wait > 5*lease {
+				t.Fatalf("waiter granted %v after the network healed", wait)
+			}
+		})
+	}
+}
+
+// TestFaultReplyLost: the reply of an acquire, then of an unlock, is lost
+// after the script ran in Redis (the connection is reset right after). The
+// client retries with the same stamp (and unlock request id), which the
+// scripts make a no-op: the hold is counted once, the unlock frees it, and
+// nothing is left behind but the retried unlock's latch, until its TTL.
+func TestFaultReplyLost(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range itest.Policies {
+		for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+			t.Run(p.String()+"/"+mode.String(), func(t *testing.T) {
+				name := "fault:reply-lost:" + p.String() + ":" + mode.String()
+				px := faults.StartProxy(t, r.Addr)
+				c := proxiedClient(t, px, p)
+				_, dropped := px.Stats()
+				px.DropReplyMatching("EVALSHA")
+				l := itest.MustLock(t, c.RWMutex(name), mode)
+				if _, n := px.Stats(); n != dropped+1 {
+					t.Fatalf("%d replies dropped, want 1", n-dropped)
+				}
+				// Counted once: one Unlock frees it for a writer elsewhere.
+				px.DropReplyMatching("EVALSHA")
+				itest.MustUnlock(t, l)
+				if _, n := px.Stats(); n != dropped+2 {
+					t.Fatalf("%d replies dropped, want 2 (the acquire's and the unlock's)", n-dropped)
+				}
+				other := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				w, err := other.RWMutex(name).TryLock(ctx)
+				if err != nil {
+					t.Fatalf("after a retried acquire and a retried unlock, TryLock elsewhere: %v (the hold was counted twice?)", err)
+				}
+				itest.MustUnlock(t, w)
+				// The retried unlock's latch stays (a copy of the lost try
+				// may still arrive and must find it) until its TTL, the
+				// accept window: checked, then removed for the check below.
+				raw := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
+				dropRetriedLatches(t, raw, name, 2*hidden.UnlockTimeout)
+				locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
+			})
+		}
+	}
+}
+
+// TestFaultConnectionResets: connections are reset every 30ms under a lock
+// workload: calls retry and succeed, holds stay exclusive.
+func TestFaultConnectionResets(t *testing.T) {
+	r := redistest.StartProcess(t)
+	for _, p := range itest.Policies {
+		t.Run(p.String(), func(t *testing.T) {
+			px := faults.StartProxy(t, r.Addr)
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(30 * time.Millisecond):
+						px.Reset()
+					}
+				}
+			}()
+			// On a loaded machine 800 ms may grant too few to mean anything:
+			// rounds of 800 ms (each on its own lock, its history checked)
+			// until 10 grants, at most 5 rounds.
+			var x itest.Exclusive
+			for round := 0; round < 5 && x.Grants < 10; round++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+				res := runExclusive(t, ctx, []*fairrw.Client{proxiedClient(t, px, p), proxiedClient(t, px, p)}, fmt.Sprintf("fault:resets:%s:%d", p, round), 4)
+				cancel()
+				x.Grants, x.Writes, x.Ops = x.Grants+res.Grants, x.Writes+res.Writes, x.Ops+res.Ops
+			}
+			conns, _ := px.Stats()
+			if x.Grants < 10 || conns < 5 {
+				t.Fatalf("%d grants over %d connections: too few to mean anything", x.Grants, conns)
+			}
+			t.Logf("%d grants (%d writes, %d ops checked) over %d connections reset every 30ms, no error, violations: 0", x.Grants, x.Writes, x.Ops, conns)
+		})
+	}
+}
+
+// TestFaultGrantOutlastsLease: the network stalls while an acquire is in
+// flight, longer than the lease, and then delivers it. Redis grants it, but
+// the lease, counted from the send, would already be over: the grant is
+// given back instead of returned as a lease that is born lost. TryLock
+// reports ErrNotAcquired and leaves the lock free; Lock retries and returns a
+// live lease.
+func TestFaultGrantOutlastsLease(t *testing.T) {
+	r := redistest.StartProcess(t)
+	const lease = 300 * time.Millisecond
+	for _, p := range itest.Policies {
+		t.Run(p.String(), func(t *testing.T) {
+			name := "fault:slow-grant:" + p.String()
+			px := faults.StartProxy(t, r.Addr)
+			slow := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+			direct := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
+			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (*fairrw.Lease, error) {
+				px.Stall()
+				ch := make(chan itest.LockResult, 1)
+				go func() {
+					l, err := acquire(itest.TestCtx(t))
+					ch <- itest.LockResult{L: l, Err: err}
+				}()
+				time.Sleep(2 * lease)
+				px.Heal()
+				res := <-ch
+				return res.L, res.Err
+			}
+
+			if _, err := stalled(slow.RWMutex(name).TryLock); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock that outlasted its lease: %v, want ErrNotAcquired", err)
+			}
+			l, err := direct.RWMutex(name).TryLock(itest.TestCtx(t))
+			if err != nil {
+				t.Fatalf("the grant was not given back: TryLock on a direct client: %v", err)
+			}
+			itest.MustUnlock(t, l)
+
+			l, err = stalled(slow.RWMutex(name).Lock)
+			if err != nil {
+				t.Fatalf("Lock that outlasted its first attempt's lease: %v", err)
+			}
+			if l.Err() != nil || !l.Deadline().After(time.Now()) {
+				t.Fatalf("Lock returned a lease born lost: Err %v, deadline %v ago", l.Err(), time.Since(l.Deadline()))
+			}
+			if _, err := direct.RWMutex(name).TryLock(itest.TestCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock while the retried Lock holds: %v, want ErrNotAcquired", err)
+			}
+			itest.MustUnlock(t, l)
+			locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
+		})
+	}
+}
+
+// dropRetriedLatches checks that every unlock latch of lock name has a TTL
+// no longer than within (a retried unlock keeps its latch until then, see
+// fairrw's release), and deletes them.
+func dropRetriedLatches(t *testing.T, raw rueidis.Client, name string, within time.Duration) {
+	t.Helper()
+	keys, err := raw.Do(itest.TestCtx(t), raw.B().Keys().Pattern(compat.UnlockLatchPrefix+":*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.Contains(k, name) {
+			continue
+		}
+		pttl, err := raw.Do(itest.TestCtx(t), raw.B().Pttl().Key(k).Build()).AsInt64()
+		if err != nil || pttl == -1 || pttl > within.Milliseconds() {
+			t.Fatalf("unlock latch %s has PTTL %d (%v), want at most %v", k, pttl, err, within)
+		}
+		if err := raw.Do(itest.TestCtx(t), raw.B().Del().Key(k).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

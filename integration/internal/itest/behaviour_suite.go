@@ -1,0 +1,7 @@
+package itest
+
+import (
+	"github.com/fairrw/rwlock/internal/locktest"
+)
+
+var Policies = locktest.Policies()

@@ -1,0 +1,122 @@
+package itest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lateness is the control of a test's wall-clock bounds: while the test
+// runs, a goroutine waits on bare contexts with short deadlines
+// (<-ctx.Done(), nothing else) and keeps how late the worst of them was
+// seen. That is what the machine adds to any wait at that moment: on an
+// idle machine a few milliseconds, under load (CPU burners, another suite
+// beside this one) a few hundred. A bound on how late a call returns (after
+// its ctx's deadline, a Shutdown's, a lease's) is checked against its
+// allowance plus the control's worst lateness of the same test: the
+// library's own overrun must stay within the allowance, whatever the load.
+type Lateness struct {
+	stop chan struct{}
+	done chan struct{}
+
+	Mu      sync.Mutex
+	worst   time.Duration
+	samples int
+	checks  []latenessCheck
+}
+
+// latenessCheck is one bound recorded by within.
+type latenessCheck struct {
+	what      string
+	late      time.Duration
+	allowance time.Duration
+}
+
+// startLateness starts the control for t; the checks recorded with within
+// are judged when t ends (a failed one fails t with the figures).
+func StartLateness(t testing.TB) *Lateness {
+	t.Helper()
+	l := &Lateness{stop: make(chan struct{}), done: make(chan struct{})}
+	var wg sync.WaitGroup
+	for k := range latenessSamplers {
+		wg.Go(func() { l.run(k) })
+	}
+	go func() { wg.Wait(); close(l.done) }()
+	t.Cleanup(func() { l.judge(t) })
+	return l
+}
+
+// latenessSamplers is how many goroutines sample the machine's lateness: a
+// test runs many goroutines at once (200 acquires), and a single sampler
+// sees too little of the scheduling delay they meet.
+const latenessSamplers = 8
+
+// run waits on bare deadlines of 5 to 20 ms until stopped, keeping the
+// worst lateness; k staggers the samplers' deadlines.
+func (l *Lateness) run(k int) {
+	for i := k; ; i++ {
+		d := time.Duration(5+i%4*5) * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			late := time.Since(start) - d
+			cancel()
+			l.Mu.Lock()
+			l.samples++
+			if late > l.worst {
+				l.worst = late
+			}
+			l.Mu.Unlock()
+		case <-l.stop:
+			cancel()
+			return
+		}
+	}
+}
+
+// within records a bound: what returned late after its deadline (or took
+// late beyond what it may take), and the library's allowance for it. The
+// bound holds when late is at most allowance plus the control's worst
+// lateness over the test; judged when the test ends.
+func (l *Lateness) Within(what string, late, allowance time.Duration) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	l.checks = append(l.checks, latenessCheck{what: what, late: late, allowance: allowance})
+}
+
+// judge stops the control and fails t for every check past its allowance
+// plus the control's worst lateness.
+func (l *Lateness) judge(t testing.TB) {
+	t.Helper()
+	close(l.stop)
+	<-l.done
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	if l.samples == 0 {
+		t.Errorf("lateness control: no sample taken")
+		return
+	}
+	failed := 0
+	var worstCheck time.Duration
+	for _, c := range l.checks {
+		if c.late > worstCheck {
+			worstCheck = c.late
+		}
+		if c.late > c.allowance+l.worst {
+			failed++
+			if failed <= 20 {
+				t.Errorf("%s: %v late, past its allowance %v plus the machine's lateness %v (the control's worst of %d bare ctx waits)",
+					c.what, c.late.Round(time.Millisecond), c.allowance, l.worst.Round(time.Millisecond), l.samples)
+			}
+		}
+	}
+	if failed > 20 {
+		t.Errorf("... and %d more checks past their allowance", failed-20)
+	}
+	if len(l.checks) > 0 {
+		t.Logf("lateness: %d checks, the latest %v; the control's worst lateness %v over %d samples",
+			len(l.checks), worstCheck.Round(time.Millisecond), l.worst.Round(time.Millisecond), l.samples)
+	}
+}
