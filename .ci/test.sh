@@ -12,9 +12,8 @@
 #    tests skip with the reason, unless FAIRRW_REQUIRE_DOCKER=1
 # 3. checks the library's weight: a program importing fairrw needs at most
 #    30 modules, and the library's go directive is not above 1.25
-# 4. go test -race over every package in two lanes side by side (the
-#    integration tests, and the library, bench and the cluster and Sentinel
-#    suites), each one package at a time; about 14 minutes on 2 cores
+# 4. go test -race over every package of the three modules, six packages at
+#    a time (FAIRRW_TEST_PACKAGES); about 6 minutes on 2 cores
 #
 # FAIRRW_REQUIRE_REDIS=1 is set: a test that needs Redis fails instead of
 # skipping. Extra arguments go to go test (e.g. -run TestConformance).
@@ -96,40 +95,10 @@ bash .ci/weight.sh
 
 echo "== go test"
 export FAIRRW_REQUIRE_REDIS=1
-if [ "$#" -gt 0 ]; then
-	# Arguments pick tests: one go test over everything, as written.
-	go test -race -count=1 -p 1 -timeout 45m "$@" ./... ./bench/... ./integration/...
-	exit 0
-fi
-
-# Two lanes side by side, each one package at a time. Most integration tests
-# wait (for leases, failovers, expiries) rather than compute, so two lanes
-# take about half the time one would on 2 cores. The cluster and Sentinel
-# suites, the longest, run in the second lane after the library and bench
-# packages. Each lane's lines are prefixed with its name.
-topology='^Test(Cluster|Sentinel)'
-lane() {
-	local name="$1"
-	shift
-	"$@" 2>&1 | sed -u "s/^/[$name] /" # pipefail: the lane's status is go test's
-}
-lane1() {
-	go test -race -count=1 -p 1 -timeout 45m -skip "$topology" ./integration/...
-}
-lane2() {
-	local rc=0
-	go test -race -count=1 -p 1 -timeout 45m ./... ./bench/... || rc=1
-	go test -race -count=1 -p 1 -timeout 45m -run "$topology" ./integration/... || rc=1
-	return "$rc"
-}
-lane integration lane1 &
-first=$!
-lane library+topology lane2 &
-second=$!
-rc=0
-wait "$first" || rc=1
-wait "$second" || rc=1
-if [ "$rc" -ne 0 ]; then
-	echo "go test failed: see the FAIL lines above" >&2
-fi
-exit "$rc"
+# One go test over the three modules, several packages at once: the
+# integration tests are split by concern into packages (integration/acl,
+# cluster, sentinel, conformance, ...) that mostly wait (for leases,
+# failovers, expiries) rather than compute, so six side by side on 2 cores
+# take the time of the slowest, not the sum. FAIRRW_TEST_PACKAGES sets how
+# many (go test -p). Extra arguments go to go test (e.g. -run TestConformance).
+go test -race -count=1 -p "${FAIRRW_TEST_PACKAGES:-6}" -timeout 30m "$@" ./... ./bench/... ./integration/...
