@@ -499,7 +499,7 @@ type sentinelLoad struct {
 	wg     sync.WaitGroup
 	errs   chan error
 
-	grants, accepted, notReplicated, unlockFailed atomic.Int64
+	grants, accepted, notReplicated, unavailable, unlockFailed atomic.Int64
 }
 
 const sentinelLoadWorkers = 4
@@ -533,6 +533,14 @@ func (l *sentinelLoad) work(ctx context.Context, c *fairrw.Client, i int) {
 				return
 			case errors.Is(err, fairrw.ErrNotReplicated):
 				l.notReplicated.Add(1)
+				continue
+			case errors.Is(err, fairrw.ErrUnavailable):
+				// Its ctx has no deadline: while the killed primary is
+				// not yet replaced (down-after and the promotion take
+				// seconds), a wait for a connection ends after the
+				// connect timeout (WithConnectTimeout), and the worker
+				// asks again, as a service would.
+				l.unavailable.Add(1)
 				continue
 			}
 			l.errs <- err
@@ -571,5 +579,5 @@ func (l *sentinelLoad) stop(t *testing.T) {
 	if err := l.store.Check(int(l.accepted.Load())); err != nil {
 		t.Errorf("guarded store: %v", err)
 	}
-	t.Logf("load: %d grants, %d refused as not replicated, %d unlocks failed", l.grants.Load(), l.notReplicated.Load(), l.unlockFailed.Load())
+	t.Logf("load: %d grants, %d refused as not replicated, %d unavailable, %d unlocks failed", l.grants.Load(), l.notReplicated.Load(), l.unavailable.Load(), l.unlockFailed.Load())
 }

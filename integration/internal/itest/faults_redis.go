@@ -64,7 +64,7 @@ func RunLoad(t *testing.T, ctx context.Context, ld Load) Exclusive {
 					mode = fairrw.Write
 				}
 				l, err := rec.Acquire(ctx, m, mode, false)
-				if ld.Failover && errors.Is(err, fairrw.ErrNotReplicated) {
+				if ld.Failover && (errors.Is(err, fairrw.ErrNotReplicated) || errors.Is(err, fairrw.ErrUnavailable)) {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}

@@ -21,7 +21,7 @@ import (
 // transports and long scenarios) mostly wait on timers and on Redis rather
 // than compute, so far more of them than GOMAXPROCS run side by side
 // without slowing each other; the other tests run one at a time, as ever.
-const defaultParallel = "32"
+const defaultParallel = "8"
 
 // Main runs an integration test package: as a holder child process when
 // started as one (the fault tests start their holders that way), otherwise
