@@ -230,10 +230,15 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 	if o.unshared || o.lostRead.Load() || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.leaseTime/minPassLeft || c.isClosing() {
 		return nil
 	}
+	// The share lasts its own lease, as a grant from Redis would, at most
+	// what Redis keeps of the hold: a further hold of the owner's with a
+	// longer lease of its own keeps the hold longer, and a watchdog share
+	// must not report a Deadline past its lease time (it is renewed with
+	// the owner's hold), nor a share WithLease one past its lease.
 	l := newLease(ctx, o, Read, cfg, attemptResult{
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
-		cover: st.reads[0],
+		cover: min(st.reads[0], cfg.lease),
 		woken: wakeShare,
 	})
 	if l.loseIfGone() {
