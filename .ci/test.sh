@@ -12,8 +12,8 @@
 #    tests skip with the reason, unless FAIRRW_REQUIRE_DOCKER=1
 # 3. checks the library's weight: a program importing fairrw needs at most
 #    30 modules, and the library's go directive is not above 1.25
-# 4. go test -race over every package of the three modules, six packages at
-#    a time (FAIRRW_TEST_PACKAGES); about 6 minutes on 2 cores
+# 4. go test -race over every package of the three modules, four packages
+#    at a time (FAIRRW_TEST_PACKAGES); about 10 minutes on 2 cores
 #
 # FAIRRW_REQUIRE_REDIS=1 is set: a test that needs Redis fails instead of
 # skipping. Extra arguments go to go test (e.g. -run TestConformance).
@@ -98,7 +98,7 @@ export FAIRRW_REQUIRE_REDIS=1
 # One go test over the three modules, several packages at once: the
 # integration tests are split by concern into packages (integration/acl,
 # cluster, sentinel, conformance, ...) that mostly wait (for leases,
-# failovers, expiries) rather than compute, so six side by side on 2 cores
+# failovers, expiries) rather than compute, so four side by side on 2 cores
 # take the time of the slowest, not the sum. FAIRRW_TEST_PACKAGES sets how
 # many (go test -p). Extra arguments go to go test (e.g. -run TestConformance).
 go test -race -count=1 -p "${FAIRRW_TEST_PACKAGES:-4}" -timeout 30m "$@" ./... ./bench/... ./integration/...
