@@ -201,7 +201,7 @@ func resolvePublish(rdb rueidis.Client, p publishCommand) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	info, err := rdb.Do(ctx, rdb.B().Info().Build()).ToString()
+	info, err := rdb.Do(ctx, rdb.B().Info().Build().Pin()).ToString()
 	if err != nil {
 		return "", fmt.Errorf("fairrw: read server version: %w", err)
 	}

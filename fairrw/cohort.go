@@ -813,9 +813,9 @@ func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int6
 	type counts struct{ writers, readers int64 }
 	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
 		b := c.rdb.B()
-		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache(), c.leaseTime)}
+		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime)}
 		if pf {
-			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache(), c.leaseTime))
+			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.leaseTime))
 		}
 		res := c.rdb.DoMultiCache(ctx, cmds...)
 		var n counts

@@ -330,7 +330,7 @@ func (c *Client) Ping(ctx context.Context) error {
 // pingNode sends rdb a PING, bounded by ctx.
 func (c *Client) pingNode(ctx context.Context, rdb rueidis.Client) error {
 	_, err := bounded(c, ctx, func(ctx context.Context) (string, error) {
-		return rdb.Do(ctx, rdb.B().Ping().Build()).ToString()
+		return rdb.Do(ctx, rdb.B().Ping().Build().Pin()).ToString()
 	})
 	return err
 }
@@ -404,7 +404,7 @@ func (c *Client) pingCluster(ctx context.Context, addrs []string) error {
 // rdb, a node, sees them (CLUSTER SLOTS).
 func (c *Client) servingNodes(ctx context.Context, rdb rueidis.Client) (map[string]bool, bool) {
 	slots, err := bounded(c, ctx, func(ctx context.Context) ([]rueidis.RedisMessage, error) {
-		return rdb.Do(ctx, rdb.B().ClusterSlots().Build()).ToArray()
+		return rdb.Do(ctx, rdb.B().ClusterSlots().Build().Pin()).ToArray()
 	})
 	if err != nil {
 		return nil, false

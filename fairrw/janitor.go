@@ -95,10 +95,12 @@ func (j *janitor) delete(keys []string) {
 	}
 }
 
-// commands builds the DELs for keys.
+// commands builds the DELs for keys, pinned as every command the Client
+// builds is (rueidis may return from a call while its writer still reads
+// the command: see internal/script's command).
 func (j *janitor) commands(keys []string) rueidis.Commands {
 	if j.rdb.Mode() != rueidis.ClientModeCluster {
-		return rueidis.Commands{j.rdb.B().Del().Key(keys...).Build()}
+		return rueidis.Commands{j.rdb.B().Del().Key(keys...).Build().Pin()}
 	}
 	bySlot := make(map[uint16][]string)
 	for _, k := range keys {
@@ -107,7 +109,7 @@ func (j *janitor) commands(keys []string) rueidis.Commands {
 	}
 	cmds := make(rueidis.Commands, 0, len(bySlot))
 	for _, group := range bySlot {
-		cmds = append(cmds, j.rdb.B().Del().Key(group...).Build())
+		cmds = append(cmds, j.rdb.B().Del().Key(group...).Build().Pin())
 	}
 	return cmds
 }

@@ -274,7 +274,7 @@ func (m *RWMutex) queueExists(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
 	defer cancel()
 	n, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
-		return c.rdb.DoCache(ctx, c.rdb.B().Zcard().Key(m.keys.fair.Queue).Cache(), c.leaseTime).AsInt64()
+		return c.rdb.DoCache(ctx, c.rdb.B().Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime).AsInt64()
 	})
 	if _, refused := rueidis.IsRedisErr(err); refused {
 		c.shares.off.Store(true)

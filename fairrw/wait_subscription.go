@@ -84,7 +84,7 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 func notBusy(ctx context.Context, rdb rueidis.Client) bool {
 	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
 	for {
-		err := rdb.Do(ctx, rdb.B().Ping().Build()).Error()
+		err := rdb.Do(ctx, rdb.B().Ping().Build().Pin()).Error()
 		if r, ok := replyOf(err); !ok || r.code != "BUSY " {
 			return true
 		}
