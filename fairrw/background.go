@@ -320,6 +320,9 @@ func (t *tasks) worker(j job) {
 		} else if s, ok := j.f.(interface{ state() *callState }); ok {
 			t.finishCall(s.state())
 		}
+		if a, ok := j.f.(interface{ afterDone() }); ok {
+			a.afterDone() // a task whose answer must follow its count (releaseTask)
+		}
 		idle.Reset(workerIdle) // drops a tick the task outlasted
 		select {
 		case j = <-t.work:

@@ -255,11 +255,12 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	if ctx.Done() == nil { // nothing can end the wait: no goroutine needed
 		return l.unlockWithin(ctx, unreachableFails)
 	}
-	res := make(chan error, 1)
 	span := trace.SpanFromContext(ctx) // the Unlock's: its release's round trips are traced under it
-	if !c.background.run(func(bg context.Context) { res <- l.unlockWithin(withSpan(bg, span), unreachableFails) }) {
+	rt := &releaseTask{l: l, span: span, unreachableFails: unreachableFails, res: make(chan error, 1)}
+	if !c.background.start(rt, true) {
 		return l.unlockWithin(ctx, unreachableFails) // the Client closed meanwhile: Close waits for this call
 	}
+	res := rt.res
 	select {
 	case err := <-res:
 		return err
@@ -283,6 +284,24 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 		return fmt.Errorf("fairrw: unlock %q: not confirmed before ctx ended, going on in the background: %w", l.lockName(), ctx.Err())
 	}
 }
+
+// releaseTask is a release run as background work (Shutdown waits for it):
+// its answer reaches the Unlock waiting for it only once the task is no
+// longer counted (afterDone), so that a Shutdown right after the Unlock
+// returned does not find it still under way.
+type releaseTask struct {
+	l                *Lease
+	span             trace.Span
+	unreachableFails bool
+	res              chan error
+	err              error
+}
+
+func (rt *releaseTask) run(bg context.Context) {
+	rt.err = rt.l.unlockWithin(withSpan(bg, rt.span), rt.unreachableFails)
+}
+
+func (rt *releaseTask) afterDone() { rt.res <- rt.err }
 
 // withSpan returns ctx carrying span, if span records (a context per call
 // otherwise, for nothing).
