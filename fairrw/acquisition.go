@@ -415,7 +415,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		if redisDown(err) {
 			failed = err
 		}
-		if (failed != nil || unanswered >= slowAnswer) && a.down.IsZero() {
+		if (failed != nil || unanswered >= m.c.tel.slowAnswer) && a.down.IsZero() {
 			a.down = called
 		}
 		switch {
@@ -436,7 +436,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 
 // ended is an attempt's error when its caller's ctx ended: Redis
 // unavailable when a try failed for want of Redis (failed) or the last
-// one went unanswered for slowAnswer, so that an outage does not read as a
+// one went unanswered for the Client's slowAnswer, so that an outage does not read as a
 // lock held too long; otherwise ctx's error. Either way it wraps ctx's.
 func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.Duration) error {
 	m := a.m
@@ -444,7 +444,7 @@ func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.D
 	case failed != nil:
 		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable: %v (%v)", m.keys.name, m.c.address(), failed, ctx.Err()),
 			ErrUnavailable, ctx.Err(), failed)
-	case unanswered >= slowAnswer:
+	case unanswered >= m.c.tel.slowAnswer:
 		return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (%v)", m.keys.name, m.c.address(), unanswered.Seconds(), ctx.Err()),
 			errRedisTimeout, ctx.Err())
 	}

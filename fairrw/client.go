@@ -1,6 +1,7 @@
 package fairrw
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +125,8 @@ func New(opts ...Option) (*Client, error) {
 	}
 	id := uuid.NewString()
 	tcfg := telemetryConfig{tracer: orGlobalTracer(cfg.tracer), meter: orGlobalMeter(cfg.meter), log: orSilent(cfg.logger),
-		policy: cfg.policy.String(), clientID: id, show: cfg.show, roundTrips: !cfg.noRoundTrips}
+		policy: cfg.policy.String(), clientID: id, show: cfg.show, roundTrips: !cfg.noRoundTrips,
+		slowAnswer: cmp.Or(cfg.slowAnswer, slowAnswer)}
 	tcfg.addr, tcfg.single = redisAddress(&cfg)
 	tcfg.deployment = cfg.deployment
 	if tcfg.deployment == "" {

@@ -63,7 +63,17 @@ func ExampleClient_Inspect() {
 	stopWaiting()
 	<-waiting
 	_ = w.Unlock(ctx)
-	info, _ = c.Inspect(ctx, "orders:42")
+	// A cancelled Lock returns at once; its leaving the queue, or giving
+	// back a grant that reached it meanwhile (this Unlock's), goes on in
+	// the background, within moments.
+	info, err = c.Inspect(ctx, "orders:42")
+	for deadline := time.Now().Add(5 * time.Second); err == nil && len(info.Holders) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		info, err = c.Inspect(ctx, "orders:42")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Printf("after: policy %q, %d holders\n", info.Policy, len(info.Holders))
 	// Output:
 	// policy: writer-preferring

@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fairrw/rwlock/internal/hidden"
 )
@@ -23,6 +24,7 @@ func init() {
 	hidden.WithPublish = func(cmd string) any { return withPublishCommand(publishCommand(cmd)) }
 	hidden.WithClientTracking = func(on bool) any { return withClientTracking(on) }
 	hidden.WithProtocol = func(v int) any { return withProtocol(v) }
+	hidden.WithSlowAnswer = func(d time.Duration) any { return withSlowAnswer(d) }
 	hidden.Name = func(x any) string {
 		switch v := x.(type) {
 		case *Lease:

@@ -73,6 +73,7 @@ type config struct {
 	show           func(string) string                 // WithRedactedNames; nil: names as they are
 	wrap           func(rueidis.Client) rueidis.Client // WithRedisWrapper
 	noRoundTrips   bool                                // WithRedisSpans(false)
+	slowAnswer     time.Duration                       // withSlowAnswer; 0: slowAnswer
 }
 
 func defaultConfig() config {
@@ -444,6 +445,22 @@ func withPublishCommand(p publishCommand) Option {
 func withClientTracking(on bool) Option {
 	return optionFunc(func(cfg *config) error {
 		cfg.tracking = on
+		return nil
+	})
+}
+
+// withSlowAnswer sets how long a Redis call must go unanswered, when its
+// ctx ends, to count as Redis unreachable rather than an ordinary round
+// trip (slowAnswer by default). The library's own tests on miniredis raise
+// it: on a loaded machine an in-process server can be kept from answering
+// for 100 ms, which the Client rightly reports as an outage, while what
+// those tests check is how a lock wait, a deploy or a loss is reported.
+func withSlowAnswer(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: slow-answer threshold %v is not positive", ErrInvalidOption, d)
+		}
+		cfg.slowAnswer = d
 		return nil
 	})
 }

@@ -112,6 +112,8 @@ type telemetry struct {
 	show func(name string) string
 	// roundTrips: Redis round trips have spans of their own (WithRedisSpans).
 	roundTrips bool
+	// slowAnswer: how long an unanswered call takes to count as an outage.
+	slowAnswer time.Duration
 	inst       *instruments
 	health     *redisHealth
 	// server is server.address and server.port of the Redis calls' spans,
@@ -180,6 +182,7 @@ type telemetryConfig struct {
 	clientID   string
 	show       func(string) string
 	roundTrips bool // WithRedisSpans
+	slowAnswer time.Duration
 }
 
 func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
@@ -195,6 +198,7 @@ func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
 		clientID:     cfg.clientID,
 		show:         cfg.show,
 		roundTrips:   cfg.roundTrips,
+		slowAnswer:   cfg.slowAnswer,
 		inst:         inst,
 		internalSpan: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
 		redisSpan:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
@@ -791,7 +795,7 @@ func (t *telemetry) startCall(ctx context.Context, f any) redisCall {
 
 // endCall ends following a call: its span, and what its outcome tells of
 // Redis's reachability. A call whose ctx ended counts as unanswered only
-// after slowAnswer; closing, nothing counts.
+// after t.slowAnswer; closing, nothing counts.
 func (t *telemetry) endCall(rc *redisCall, err error, closing bool) {
 	if rc.span != nil {
 		if err != nil {
@@ -808,7 +812,7 @@ func (t *telemetry) endCall(rc *redisCall, err error, closing bool) {
 		t.redisAnswered()
 	case closing:
 	case rc.ctx.Err() != nil:
-		if unanswered := time.Since(rc.start); unanswered >= slowAnswer {
+		if unanswered := time.Since(rc.start); unanswered >= t.slowAnswer {
 			t.redisFailed(rc.ctx, t.addr, fmt.Errorf("%w: no answer in %.3fs (%w)", errRedisTimeout, unanswered.Seconds(), err))
 		}
 	case redisDown(err):

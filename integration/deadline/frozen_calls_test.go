@@ -122,6 +122,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				d := time.Duration(50+i%5*50) * time.Millisecond
+				ctl.Beside(d) // the control waits as long, at the same moment
 				ctx, cancel := context.WithTimeout(context.Background(), d)
 				defer cancel()
 				start := time.Now()

@@ -69,6 +69,11 @@ var (
 	// client-tracking wake-up path off (or on where the connection supports
 	// it, the default).
 	WithClientTracking func(on bool) any
+	// WithSlowAnswer returns a fairrw.Option that sets how long a Redis
+	// call must go unanswered, when its ctx ends, to count as Redis
+	// unreachable (100 ms by default): tests whose server runs in-process on
+	// a loaded machine, and that do not check that threshold, raise it.
+	WithSlowAnswer func(d time.Duration) any
 )
 
 // Accessors of the lock name and mode, installed by fairrw's init.
