@@ -91,13 +91,7 @@ type redisAt struct {
 
 func startRedisAt(t *testing.T, dir string, port int, args ...string) *redisAt {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv(redistest.EnvRequireRedis) == "1" {
-			t.Fatalf("redis-server not found: %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	bin := redistest.ServerBinary(t)
 	logf, err := os.OpenFile(filepath.Join(dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

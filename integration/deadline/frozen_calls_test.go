@@ -67,6 +67,10 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 	const unlockTimeout = 400 * time.Millisecond
 	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithUnlockTimeout(unlockTimeout), fairrw.WithLeaseTime(30*time.Second))
 	other := itest.NewClient(t, r, itest.Transports[0])
+	raw := r.Client(t, nil)
+	if err := raw.Do(itest.CtxFor(t, 5*time.Second), raw.B().Ping().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	// Warm up some workers.
 	for i := 0; i < 20; i++ {
 		l, err := c.RWMutex(fmt.Sprint("cc-warm-", i)).Lock(itest.CtxFor(t, 5*time.Second))
@@ -122,7 +126,9 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				d := time.Duration(50+i%5*50) * time.Millisecond
-				ctl.Beside(d) // the control waits as long, at the same moment
+				// The control: a bare rueidis call on the frozen Redis, as
+				// long, at the same moment.
+				ctl.Beside(d, func(ctx context.Context) { _ = raw.Do(ctx, raw.B().Ping().Build()).Error() })
 				ctx, cancel := context.WithTimeout(context.Background(), d)
 				defer cancel()
 				start := time.Now()
@@ -169,6 +175,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 		ctl.Within("Unlock "+uc.name+": the lock free again (from the Lock's start)", time.Since(start), 3*time.Second)
 		itest.MustUnlock(t, l)
 	}
+	raw.Close()
 	_ = c.Close()
 	_ = other.Close()
 }

@@ -68,12 +68,20 @@ func Start(tb testing.TB) *Redis {
 // FAIRRW_REQUIRE_REDIS=1.
 func StartProcess(tb testing.TB, extraArgs ...string) *Redis {
 	tb.Helper()
+	return startProcess(tb, ServerBinary(tb), extraArgs)
+}
+
+// ServerBinary returns the path of redis-server on PATH, for a test that
+// runs a server its own way; without one the test is skipped, or fails
+// when FAIRRW_REQUIRE_REDIS=1, as every test here that needs Redis.
+func ServerBinary(tb testing.TB) string {
+	tb.Helper()
 	bin, err := lookRedisServer()
 	if err != nil {
 		unavailable(tb, requireRedis(), EnvRequireRedis,
 			"redis-server not found on PATH (install it, e.g. apt-get install redis-server): %v", err)
 	}
-	return startProcess(tb, bin, extraArgs)
+	return bin
 }
 
 func lookRedisServer() (string, error) { return exec.LookPath("redis-server") }

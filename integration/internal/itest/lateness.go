@@ -73,21 +73,27 @@ func (l *Lateness) run(k int) {
 	}
 }
 
-// Beside starts a bare wait of d (<-ctx.Done() of a ctx with that
-// timeout, nothing else) on a goroutine of its own, now, and counts how
-// late it fired in the control. A test that starts many calls at once
-// (200 acquires on a frozen Redis) calls it beside each: the control then
-// waits under the same concurrency as the calls, and what the machine
-// takes to run that many goroutines due at one instant is not counted
-// against the library.
-func (l *Lateness) Beside(d time.Duration) {
+// Beside starts a control call with a ctx of timeout d on a goroutine of
+// its own, now, and counts how late after d it returned in the control:
+// wait is a bare call that returns when its ctx ends (nil: <-ctx.Done(),
+// nothing else). A test that starts many calls at once (200 acquires on a
+// frozen Redis) calls it beside each, with a bare Redis call of the same
+// client library: the control then waits under the same concurrency and
+// does the same work to return (a rueidis call ended by its ctx), so that
+// what the machine takes to run that many goroutines due at one instant,
+// on a share of loaded CPUs, is not counted against fairrw; what fairrw
+// adds is.
+func (l *Lateness) Beside(d time.Duration, wait func(ctx context.Context)) {
+	if wait == nil {
+		wait = func(ctx context.Context) { <-ctx.Done() }
+	}
 	l.beside.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	start := time.Now()
 	go func() {
 		defer l.beside.Done()
 		defer cancel()
-		<-ctx.Done()
+		wait(ctx)
 		l.sample(time.Since(start) - d)
 	}()
 }
