@@ -1,6 +1,7 @@
 package fairrw
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,6 +81,18 @@ func (e *tagged) Unwrap() []error { return e.errs }
 // tag returns an error with message msg (which should name the lock and
 // the cause) that errors.Is matches against each of errs.
 func tag(msg string, errs ...error) error { return &tagged{msg: msg, errs: errs} }
+
+// andEnded is err, with ctx's error beside it once ctx has ended: a call
+// that fails as its ctx ends (Redis refused it at that moment, say, on a
+// machine that ran it late) also says that its ctx ended, so that a caller
+// testing errors.Is(err, context.DeadlineExceeded) sees what happened to
+// its deadline, whichever came first.
+func andEnded(ctx context.Context, err error) []error {
+	if ended := ctx.Err(); ended != nil && !errors.Is(err, ended) {
+		return []error{err, ended}
+	}
+	return []error{err}
+}
 
 // closedError is ErrClosed for a call on the lock name: it reads as the
 // other errors do, naming the lock.

@@ -119,7 +119,7 @@ func (c *Client) inspect(ctx context.Context, name string) (*LockInfo, error) {
 			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, reason(err)), err)
 		}
 		if err != nil {
-			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, unavailableReason(c.address(), err)), err)
+			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, unavailableReason(c.address(), err)), andEnded(ctx, err)...)
 		}
 		want := raw.leaseKeys(name)
 		if attempt == 3 || !missing(want, leaseKeys) {

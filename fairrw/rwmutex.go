@@ -93,7 +93,7 @@ func (m *RWMutex) forceUnlock(f *forceTrace) error {
 		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, f.mode, m.c.publish)
 	})
 	if err != nil {
-		return tag(fmt.Sprintf("fairrw: force unlock %q: %s", m.keys.name, unavailableReason(m.c.address(), err)), err)
+		return tag(fmt.Sprintf("fairrw: force unlock %q: %s", m.keys.name, unavailableReason(m.c.address(), err)), andEnded(ctx, err)...)
 	}
 	if !freed {
 		return fmt.Errorf("%w: %q is not locked for %s", ErrNotHeld, m.keys.name, f.mode)
