@@ -400,3 +400,72 @@ func TestNewQuorumRefusesBadInput(t *testing.T) {
 		t.Errorf("bad input left %d keys", n)
 	}
 }
+
+// TestQuorumWaitsWhileANodeClientCloses: a Quorum's waiter joins its
+// nodes' wake-up registries without entering their Clients' calls, so a
+// node's Client may close while a Lock of the Quorum waits or is about to:
+// the wait ends (the Client's close, or its ctx), and -race sees no
+// subscription started on a registry that its close is waiting out (the
+// conformance test's Shutdowns found that).
+func TestQuorumWaitsWhileANodeClientCloses(t *testing.T) {
+	var opts []rueidis.ClientOption
+	var holders []*fairrw.Client
+	for range 3 {
+		_, opt := redistest.Miniredis(t)
+		opts = append(opts, opt)
+		c, err := fairrw.New(fairrw.WithClientOption(opt), fairrw.WithPolicy(fairrw.PhaseFair()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		holders = append(holders, c)
+	}
+	held, err := fairrw.NewQuorum(holders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Close() })
+	w, err := held.RWMutex("qclose").Lock(quorumCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Unlock(context.Background()) }()
+	for i := range 40 {
+		var clients []*fairrw.Client
+		for _, opt := range opts {
+			c, err := fairrw.New(fairrw.WithClientOption(opt), fairrw.WithPolicy(fairrw.PhaseFair()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+		}
+		q, err := fairrw.NewQuorum(clients)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		done := make(chan error, 1)
+		if i%2 == 0 { // shut down as the Lock starts: its waiter may join a closing registry
+			go func() { _ = clients[i%3].Shutdown(ctx) }()
+		}
+		go func() {
+			_, err := q.RWMutex("qclose").RLock(ctx)
+			done <- err
+		}()
+		time.Sleep(time.Duration(i%8) * time.Millisecond)
+		_ = clients[i%3].Close()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("round %d: RLock granted while the write is held", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: RLock did not return within 10s of its ctx's 2s", i)
+		}
+		cancel()
+		_ = q.Close()
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}
+}

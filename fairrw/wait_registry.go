@@ -26,6 +26,11 @@ type waitRegistry struct {
 	groups    map[string]*waitGroup // by lockKeys.channel
 	byTracked map[string]*waitGroup // by lockKeys.tracked, where there is one
 	wg        sync.WaitGroup        // subscription loops and probers
+	// closed: close has begun; no subscription starts after it. A quorum
+	// joins its nodes' registries without entering their Clients' calls,
+	// so it may join one that its Client is closing: its waiter learns of
+	// the close from the Client's closing channel.
+	closed bool
 	// unsettledUntil: a subscription was lost lately, so a new one may be
 	// routed by a stale slot map too (see topology.go).
 	unsettledUntil time.Time
@@ -82,8 +87,10 @@ func (r *waitRegistry) groupLocked(k *lockKeys, p policyImpl) *waitGroup {
 		if k.tracked != "" {
 			r.byTracked[k.tracked] = g
 		}
-		r.wg.Add(1)
-		go r.subscribe(ctx, g)
+		if !r.closed {
+			r.wg.Add(1)
+			go r.subscribe(ctx, g)
+		}
 	}
 	return g
 }
@@ -195,6 +202,7 @@ func (r *waitRegistry) rename(w *waiter, owner string) {
 // call is in progress, so every group has already lost its last waiter.
 func (r *waitRegistry) close() {
 	r.mu.Lock()
+	r.closed = true
 	for _, g := range r.groups {
 		g.cancel()
 	}
