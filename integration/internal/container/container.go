@@ -164,12 +164,12 @@ func startContainer(tb testing.TB, image string) *redistest.Redis {
 }
 
 // containerAddr returns the first address of the container's Redis that
-// answers PING. testcontainers' own guess (the Docker host plus the published
-// port) comes first; when the test runs inside a container
-// (/.dockerenv) next to a local engine, that guess is the default gateway,
-// which need not reach the engine's published ports, so the published port on
-// loopback and the container's own IP are tried too. With
-// TESTCONTAINERS_HOST_OVERRIDE set only the guess is used.
+// answers PING: the container's own IP first (one hop, where a local engine
+// routes to it), then testcontainers' own guess (the Docker host plus the
+// published port); when the test runs inside a container (/.dockerenv) next
+// to a local engine, that guess is the default gateway, which need not reach
+// the engine's published ports, so the published port on loopback is tried
+// too. With TESTCONTAINERS_HOST_OVERRIDE set only the guess is used.
 func containerAddr(ctx context.Context, ctr testcontainers.Container) (string, error) {
 	port, err := ctr.MappedPort(ctx, "6379/tcp")
 	if err != nil {
@@ -185,7 +185,13 @@ func containerAddr(ctx context.Context, ctr testcontainers.Container) (string, e
 			candidates = append(candidates, net.JoinHostPort("127.0.0.1", port.Port()))
 		}
 		if ip, err := ctr.ContainerIP(ctx); err == nil && ip != "" {
-			candidates = append(candidates, net.JoinHostPort(ip, "6379"))
+			// First where this host routes to it (a local Linux engine): a
+			// published port on loopback goes through Docker's userland
+			// proxy, a process of its own that a loaded machine runs late
+			// (the suite's 1 s leases were lost through it under a CPU
+			// burner per core); elsewhere it does not answer, and the
+			// published port follows.
+			candidates = append([]string{net.JoinHostPort(ip, "6379")}, candidates...)
 		}
 	}
 	deadline := time.Now().Add(startTimeout)
