@@ -290,6 +290,7 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 	return func(ctx context.Context, addr string, dialer *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		var conn net.Conn
 		var err error
+		start := time.Now()
 		switch {
 		case dialCtx != nil:
 			conn, err = dialCtx(ctx, addr, dialer, cfg)
@@ -301,7 +302,13 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 			conn, err = dialer.DialContext(ctx, "tcp", addr)
 		}
 		if err != nil {
-			t.redisDialFailed(ctx, addr, err)
+			// rueidis dials with the ctx of the command that found no
+			// connection: a dial that its ctx cut short within slowAnswer
+			// (a release's 20 ms grace, on a machine that ran it late) says
+			// nothing of Redis, as a call would not (endCall).
+			if ctx.Err() == nil || time.Since(start) >= t.slowAnswer {
+				t.redisDialFailed(ctx, addr, err)
+			}
 			return nil, err
 		}
 		if noDelayOff {
