@@ -13,14 +13,15 @@ import (
 	"github.com/fairrw/rwlock/internal/hidden"
 )
 
-// Adversarial tests of Shutdown, Lease.Context, Inspect and fairrwtest on
-// miniredis (their real-Redis twins are in integration/adversary_api_test.go).
+// Races and edge cases of Shutdown, Lease.Context, Inspect and fairrwtest
+// on miniredis (their real-Redis twins are in
+// integration/behaviour/api_races_test.go and integration/shutdown).
 
-// TestAdversaryInspectEveryValidName: Inspect works on every name a lock
+// TestInspectEveryValidName: Inspect works on every name a lock
 // accepts, under any policy and the Mutex ("whatever policy holds it"),
 // and refuses exactly the names every one of them refuses: every name over
 // a small alphabet of braces and colons, up to 5 bytes.
-func TestAdversaryInspectEveryValidName(t *testing.T) {
+func TestInspectEveryValidName(t *testing.T) {
 	c := fairrwtest.NewClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -64,12 +65,12 @@ func TestAdversaryInspectEveryValidName(t *testing.T) {
 	}
 }
 
-// TestAdversaryShutdownDuringQuorumUnlock: one node Client of a Quorum
+// TestShutdownDuringQuorumUnlock: one node Client of a Quorum
 // of three shuts down while the quorum lease is being unlocked: both
 // finish, the Unlock succeeds (two nodes of three release it), the quorum
 // lease ends once with ErrUnlocked as its Context's cause, and another
 // quorum gets the lock at once.
-func TestAdversaryShutdownDuringQuorumUnlock(t *testing.T) {
+func TestShutdownDuringQuorumUnlock(t *testing.T) {
 	for round := range 5 {
 		var clients, others []*fairrw.Client
 		for range 3 {
@@ -123,10 +124,10 @@ func TestAdversaryShutdownDuringQuorumUnlock(t *testing.T) {
 	}
 }
 
-// TestAdversaryLeaseContextJoin: the Lease.Context doc's recipe to stop
+// TestLeaseContextJoin: the Lease.Context doc's recipe to stop
 // work when either the request or the lease ends works both ways, and
 // leaves no goroutine behind.
-func TestAdversaryLeaseContextJoin(t *testing.T) {
+func TestLeaseContextJoin(t *testing.T) {
 	c := fairrwtest.NewClient(t)
 	for _, requestFirst := range []bool{true, false} {
 		l, err := c.RWMutex("adv-join").Lock(t.Context())
@@ -165,13 +166,13 @@ func TestAdversaryLeaseContextJoin(t *testing.T) {
 	}
 }
 
-// TestAdversaryFairrwtestServers: two Servers in one test are two Redis:
+// TestFairrwtestServers: two Servers in one test are two Redis:
 // a lock held on one is free on the other; a Client closed by the test
 // before its cleanup closes again without harm; a Client made in a
 // subtest is closed when the subtest ends (its calls then fail with
 // ErrClosed), while the parent's Server lives on; parallel subtests share
 // one Server.
-func TestAdversaryFairrwtestServers(t *testing.T) {
+func TestFairrwtestServers(t *testing.T) {
 	a, b := fairrwtest.NewServer(t), fairrwtest.NewServer(t)
 	ca, cb := a.NewClient(t), b.NewClient(t)
 	l, err := ca.RWMutex("shared-name").Lock(t.Context())
