@@ -447,12 +447,11 @@ func TestReadSharePausedRedis(t *testing.T) {
 				wg     sync.WaitGroup
 				late   []string
 			)
+			// Judged against the control, as every bound on a return: a
+			// loaded machine (two copies of the suite side by side) ran
+			// these calls' returns 130-150 ms after their deadlines.
 			overdue := func(what string, dl time.Time, grace time.Duration) {
-				if over := time.Since(dl); over > grace {
-					mu.Lock()
-					late = append(late, fmt.Sprintf("%s returned %v after its deadline", what, over))
-					mu.Unlock()
-				}
+				ctl.Within(what+" after its deadline", time.Since(dl), grace)
 			}
 			stop := make(chan struct{})
 			for g := range 4 {
