@@ -127,7 +127,9 @@ return 1`),
 )
 
 // Floors returns FastPathFloor and the floors of the other layouts.
-func Floors() []*Pair { return []*Pair{FastPathFloor, LeanFloor, GuardFloor, OneKeyFloor, NoLatchFloor} }
+func Floors() []*Pair {
+	return []*Pair{FastPathFloor, LeanFloor, GuardFloor, OneKeyFloor, NoLatchFloor}
+}
 
 // floorOwner is an owner (and a request id) as fairrw writes them.
 const floorOwner = "c1e2b6a4-5d0f-4c39-9a57-0b8e3f1d2c44:17"
