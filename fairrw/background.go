@@ -3,9 +3,7 @@ package fairrw
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/hidden"
@@ -155,12 +153,6 @@ func boundedHalting[T any](c *Client, ctx context.Context, cancel context.Cancel
 func runBounded[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
 	if ctx.Done() == nil {
 		return f.call(ctx)
-	}
-	if cancel != nil {
-		if i := c.direct.enter(cancel); i >= 0 {
-			defer c.direct.leave(i)
-			return f.call(ctx)
-		}
 	}
 	call := &boundedCall[T]{f: f, ctx: ctx, done: make(chan struct{})}
 	if !c.background.start(call, false) {
@@ -407,90 +399,5 @@ func (t *tasks) close(grace bool) {
 	select {
 	case <-ended:
 	case <-timer.C:
-	}
-}
-
-// directCalls are the halting calls (an acquire's attempt, a release: see
-// boundedHalting) that run on their caller's goroutine rather than a
-// worker's, which spares each one a hand-off between goroutines, a
-// Client-wide lock and two allocations (on an uncontended cycle: about a
-// tenth of the client's CPU and of the cycles per second; issue 35).
-//
-// A call may run so only where rueidis ends it at its ctx's end itself,
-// which bounded exists to guarantee where it does not:
-//   - the rueidis client is the Client's own, unwrapped (newDirectCalls),
-//     and pipelines every command in the background (client tracking on, or
-//     AlwaysPipelining): a command then waits in a select on its ctx (a
-//     connection used without its background worker waits for its
-//     deadline alone, and a cancel does not stop it);
-//   - no connection is being made (redisHealth.settled): a call that needs
-//     a connection another call is making waits for that one's dial and
-//     handshake, whatever its own ctx; a connection that closed since the
-//     last one answered counts as being made again;
-//   - it holds one of directSlots slots, which a Shutdown cut short (halt)
-//     reads to cancel it, as boundedHalting does a worker's call.
-//
-// What is left: a connection that closes in the instant between a call's
-// check and its command's queueing, while another call is already making
-// the next one, holds that call for the making's bounds (rueidis's dial
-// timeout, twice) as before this path; and over directSlots calls at once
-// take the workers' path.
-type directCalls struct {
-	halt   context.Context
-	health *redisHealth
-	slots  [directSlots]atomic.Pointer[directCall]
-}
-
-// directSlots bounds the calls a Client runs on their callers' goroutines
-// at once; directProbes is how many slots a call tries before it takes the
-// workers' path.
-const (
-	directSlots  = 256
-	directProbes = 4
-)
-
-// directCall is the cancel function of a call under way, which a halt
-// calls. It is never changed once made: a halt may read it after its
-// call has left.
-type directCall struct{ cancel context.CancelFunc }
-
-func newDirectCalls(halt context.Context, health *redisHealth) *directCalls {
-	return &directCalls{halt: halt, health: health}
-}
-
-// enter returns the slot of a call, whose ctx cancel ends, that may run on
-// its caller's goroutine, or -1 when it may not (d nil: never).
-func (d *directCalls) enter(cancel context.CancelFunc) int {
-	if d == nil || !d.health.settled() {
-		return -1
-	}
-	dc := &directCall{cancel: cancel}
-	i := int(rand.Uint32() % directSlots)
-	for range directProbes {
-		if d.slots[i].CompareAndSwap(nil, dc) {
-			// A halt that came before the slot was taken did not see it.
-			if d.halt.Err() != nil {
-				cancel()
-			}
-			return i
-		}
-		i = (i + 1) % directSlots
-	}
-	return -1
-}
-
-// leave frees the slot i of a call that returned.
-func (d *directCalls) leave(i int) { d.slots[i].Store(nil) }
-
-// stop cancels every call under way: the halt ended (it ends first, so a
-// call that takes a slot afterwards sees it).
-func (d *directCalls) stop() {
-	if d == nil {
-		return
-	}
-	for i := range d.slots {
-		if dc := d.slots[i].Load(); dc != nil {
-			dc.cancel()
-		}
 	}
 }

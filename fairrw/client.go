@@ -72,9 +72,6 @@ type Client struct {
 	// so that Shutdown returns within its ctx (see shutdown.go).
 	halt     context.Context
 	stopHalt context.CancelFunc
-	// direct, when set, lets the attempts and releases run on their
-	// callers' goroutines while rueidis bounds them itself (background.go).
-	direct *directCalls
 
 	// conn is the first connection being made in the background, when New
 	// could not make it (nil: New connected; see connect.go).
@@ -155,12 +152,7 @@ func New(opts ...Option) (*Client, error) {
 		closing:        make(chan struct{}),
 		finished:       make(chan struct{}),
 	}
-	halt, stopHalt := context.WithCancel(context.Background())
-	c.halt = halt
-	c.stopHalt = func() {
-		stopHalt()
-		c.direct.stop() // after: a call entering meanwhile sees the halt
-	}
+	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
 	c.waits = newWaitRegistry(c)
 	c.background = newTasks()
@@ -180,9 +172,6 @@ func New(opts ...Option) (*Client, error) {
 			opt.OnInvalidations = c.onInvalidations
 			c.tracking = true
 			c.sharing = c.cohorting
-		}
-		if cfg.wrap == nil && !opt.DisableAutoPipelining && (c.tracking || opt.AlwaysPipelining) {
-			c.direct = newDirectCalls(c.halt, tel.health)
 		}
 		if err := c.connect(opt, probe, cfg.publish); err != nil {
 			return nil, err

@@ -56,30 +56,6 @@ type redisHealth struct {
 	lastRefusal time.Time
 	refusals    int
 	addrs       map[string]*addrHealth
-
-	// The connections of the Client's own rueidis client (see settled):
-	// how many are being made (dialled, and neither answered nor closed
-	// yet), and the order of the last close and the last first answer.
-	making                   atomic.Int32
-	events                   atomic.Int64
-	lastClosed, lastAnswered atomic.Int64
-}
-
-// settled reports whether no connection is being made: none dialled and
-// not yet answered, and none closed since the last one answered (the next
-// call makes it again). A call made then waits for no one's dial.
-func (h *redisHealth) settled() bool {
-	return h.making.Load() == 0 && h.lastClosed.Load() < h.lastAnswered.Load()
-}
-
-// connEvent records a connection's first answer or its close (see settled).
-func (h *redisHealth) connEvent(answered bool) {
-	n := h.events.Add(1)
-	if answered {
-		h.lastAnswered.Store(n)
-	} else {
-		h.lastClosed.Store(n)
-	}
 }
 
 // addrHealth is what a Client knows of one Redis address it dials.
@@ -314,7 +290,6 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 	return func(ctx context.Context, addr string, dialer *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		var conn net.Conn
 		var err error
-		t.health.making.Add(1) // until the connection answers, or closes first
 		switch {
 		case dialCtx != nil:
 			conn, err = dialCtx(ctx, addr, dialer, cfg)
@@ -326,7 +301,6 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 			conn, err = dialer.DialContext(ctx, "tcp", addr)
 		}
 		if err != nil {
-			t.health.making.Add(-1)
 			t.redisDialFailed(ctx, addr, err)
 			return nil, err
 		}
@@ -357,15 +331,12 @@ type observedConn struct {
 	addr     string
 	answered atomic.Bool
 	closed   atomic.Bool
-	made     atomic.Bool // counted out of redisHealth.making
 }
 
 // Read reports the first bytes Redis sends: its answer to the handshake.
 func (c *observedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.answered.Load() && c.answered.CompareAndSwap(false, true) {
-		c.t.health.connEvent(true)
-		c.countMade()
 		c.t.redisHandshake(c.addr)
 	}
 	return n, err
@@ -374,16 +345,7 @@ func (c *observedConn) Read(p []byte) (int, error) {
 // Close reports the connection closed, once.
 func (c *observedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.t.health.connEvent(false)
-		c.countMade()
 		c.t.redisDisconnected(c.addr, c.answered.Load())
 	}
 	return c.Conn.Close()
-}
-
-// countMade counts the connection out of those being made, once.
-func (c *observedConn) countMade() {
-	if c.made.CompareAndSwap(false, true) {
-		c.t.health.making.Add(-1)
-	}
 }
