@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +43,9 @@ const (
 //	  baseline=lua-pair and baseline=evalsha-pair run the same loop over two
 //	  bare script calls per cycle (bench/internal/baseline) on one rueidis
 //	  client.
+//	op=lockunlock-fresh: as op=lockunlock-uncontended, but each cycle on a
+//	  name never used before, through a handle made for it: nothing a
+//	  handle or Redis keeps from one cycle to the next helps it.
 //	op=contended: 8 goroutines, each its own handle, on 2 Clients, all on one
 //	  lock name, loop Acquire+Unlock until b.N grants; reports grants/s,
 //	  max-wait-ms (the longest Acquire call, granted or not: the Acquires
@@ -61,6 +65,7 @@ func BenchmarkPeers(b *testing.B) {
 		run  func(*testing.B, *env, contender.Contender, rueidis.ClientOption)
 	}{
 		{"lockunlock-uncontended", benchPeersUncontended},
+		{"lockunlock-fresh", benchPeersFresh},
 		{"contended", benchPeersContended},
 		{"trylock", benchPeersTryLock},
 	}
@@ -124,7 +129,8 @@ func benchPeersUncontended(b *testing.B, e *env, c contender.Contender, opt ruei
 	cl := openContender(b, c, opt)
 	ctx := context.Background()
 	mus := make([]contender.Mutex, uncontendedGoroutines)
-	var progress atomic.Int64 // the end of the last cycle, UnixNano
+	progress, stop := stallGuard(b, c, cl)
+	defer stop()
 	cycle := func(g int) error {
 		if err := lockUnlock(ctx, mus[g]); err != nil {
 			return err
@@ -132,9 +138,22 @@ func benchPeersUncontended(b *testing.B, e *env, c contender.Contender, opt ruei
 		progress.Store(time.Now().UnixNano())
 		return nil
 	}
+	for g := range mus {
+		mus[g] = cl.Mutex(e.name("peers-uncontended", c.Name, g))
+		if err := cycle(g); err != nil { // opens the connections, loads the scripts
+			b.Fatal(err)
+		}
+	}
+	runCycles(b, e, cycle)
+}
+
+// stallGuard closes cl, which fails the waiting Acquires, when no cycle
+// ended (progress, UnixNano, which each cycle sets) for peersStallBound,
+// until stop is called.
+func stallGuard(b *testing.B, c contender.Contender, cl contender.Client) (progress *atomic.Int64, stop func()) {
+	progress = new(atomic.Int64)
 	progress.Store(time.Now().UnixNano())
 	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -151,13 +170,7 @@ func benchPeersUncontended(b *testing.B, e *env, c contender.Contender, opt ruei
 			}
 		}
 	}()
-	for g := range mus {
-		mus[g] = cl.Mutex(e.name("peers-uncontended", c.Name, g))
-		if err := cycle(g); err != nil { // opens the connections, loads the scripts
-			b.Fatal(err)
-		}
-	}
-	runCycles(b, e, cycle)
+	return progress, func() { close(done) }
 }
 
 func benchPeersContended(b *testing.B, e *env, c contender.Contender, opt rueidis.ClientOption) {
@@ -263,4 +276,29 @@ func benchPeersTryLock(b *testing.B, e *env, c contender.Contender, opt rueidis.
 	})
 	e.reportServer(b, server)
 	reportRate(b, "cycles/s")
+}
+
+func benchPeersFresh(b *testing.B, e *env, c contender.Contender, opt rueidis.ClientOption) {
+	e.checkLeftovers(b)
+	cl := openContender(b, c, opt)
+	ctx := context.Background()
+	prefix := make([]string, uncontendedGoroutines)
+	seq := make([]int, uncontendedGoroutines)
+	progress, stop := stallGuard(b, c, cl)
+	defer stop()
+	cycle := func(g int) error {
+		seq[g]++
+		if err := lockUnlock(ctx, cl.Mutex(prefix[g]+strconv.Itoa(seq[g]))); err != nil {
+			return err
+		}
+		progress.Store(time.Now().UnixNano())
+		return nil
+	}
+	for g := range prefix {
+		prefix[g] = e.name("peers-fresh", c.Name, g) + ":"
+		if err := cycle(g); err != nil { // opens the connections, loads the scripts
+			b.Fatal(err)
+		}
+	}
+	runCycles(b, e, cycle)
 }

@@ -219,6 +219,9 @@ func checkAddresses(opt rueidis.ClientOption) error {
 
 // WithTracerProvider makes the Client trace acquires, Unlocks, watchdog rounds
 // and lost leases with tp. The default is the global provider at New.
+// While tp is a no-op (go.opentelemetry.io/otel/trace/noop's, or the global
+// provider before an SDK is installed in it), Lock and Unlock start no span:
+// it would record nothing.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(cfg *config) error {
 		if tp == nil {

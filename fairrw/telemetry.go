@@ -101,7 +101,10 @@ func (c lossCause) String() string {
 // recording. The instruments and what the Client knows of Redis's
 // reachability (health) are shared by a Client's telemetries.
 type telemetry struct {
-	tracer     trace.Tracer
+	tracer trace.Tracer
+	// spans says whether tracer's spans could be recorded: the hot paths
+	// (Lock, Unlock) start none when they could not.
+	spans      spanSource
 	log        *slog.Logger
 	policy     string
 	deployment string
@@ -192,6 +195,7 @@ func newTelemetry(cfg telemetryConfig) (*telemetry, error) {
 	}
 	t := &telemetry{
 		tracer:       cfg.tracer.Tracer(instrumentationName),
+		spans:        spanSourceOf(cfg.tracer),
 		log:          cfg.log,
 		deployment:   cfg.deployment,
 		addr:         cfg.addr,
@@ -473,6 +477,10 @@ func (s *acquireStats) of(a *acquisition) {
 	s.waited = s.waited || a.waited
 }
 
+// noSpan is the span of a call that starts none (see spanSource): a no-op
+// span, which records nothing and whose End does nothing.
+var noSpan = trace.SpanFromContext(context.Background())
+
 // acquireTrace follows one acquire call.
 type acquireTrace struct {
 	t     *telemetry
@@ -488,6 +496,9 @@ type acquireTrace struct {
 // an internal span, a child of ctx's span; the returned context carries
 // it. The trace is returned by value, to stay on the caller's stack.
 func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mode Mode) (context.Context, acquireTrace) {
+	if !t.spans.on() {
+		return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: noSpan, start: time.Now(), mode: mode}
+	}
 	ctx, span := t.tracer.Start(ctx, op, t.internalSpan...)
 	if span.IsRecording() {
 		if kv, ok := t.lockName(name); ok {
@@ -598,6 +609,9 @@ func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
 // it. The link is added once the span records, so that a no-op tracer
 // costs no options built per call.
 func (t *telemetry) startUnlock(ctx context.Context, l *Lease) (context.Context, trace.Span) {
+	if !t.spans.on() {
+		return ctx, noSpan
+	}
 	ctx, span := t.tracer.Start(ctx, "fairrw.Unlock", t.internalSpan...)
 	if span.IsRecording() {
 		span.AddLink(trace.Link{SpanContext: l.acquireSpan})

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/fairrw/rwlock/internal/compat"
 )
@@ -94,17 +95,57 @@ func (k *FairKeys) UnlockLatch(name, request string) string {
 // the channel "fairrw:<len>:{N}:wake", and the fence
 // "fairrw:<len>:{N}:fence". Distinct names never share one: <len>, the
 // name's length in bytes, says where the name ends.
+//
+// The keys are substrings of one string, which takes one allocation where
+// each concatenation took one or two: a handle made for a name used once
+// makes them all for one cycle.
 func Fair(name string) FairKeys {
-	b := base(name)
+	tagged := compat.KeyPrefix(name)
+	b := FairPrefix + ":" + strconv.Itoa(len(name)) + ":" + tagged // base(name)
+	// The suffixed keys, then the marker and latch prefixes: OwnerMarker
+	// and compat.UnlockLatch of "" (compat.PrefixName(p, N) is p + ":" +
+	// compat.KeyPrefix(N)).
+	markerHead := [...]string{OwnerMarkerPrefix + ":", compat.UnlockLatchPrefix + ":"}
+	n := 0
+	for _, suffix := range fairSuffixes {
+		n += len(b) + len(suffix)
+	}
+	for _, head := range markerHead {
+		n += len(head) + len(tagged) + 1
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	var ends [len(fairSuffixes) + len(markerHead)]int
+	for i, suffix := range fairSuffixes {
+		sb.WriteString(b)
+		sb.WriteString(suffix)
+		ends[i] = sb.Len()
+	}
+	for i, head := range markerHead {
+		sb.WriteString(head)
+		sb.WriteString(tagged)
+		sb.WriteByte(':')
+		ends[len(fairSuffixes)+i] = sb.Len()
+	}
+	all := sb.String()
+	var keys [len(ends)]string
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
 	return FairKeys{
 		State:    b,
-		Readers:  b + ":readers",
-		Queue:    b + ":queue",
-		Waiting:  b + ":waiting",
-		Admitted: b + ":admitted",
-		Channel:  b + ":wake",
-		Fence:    b + ":fence",
-		Marker:   OwnerMarker(name, ""),
-		Latch:    compat.UnlockLatch(name, ""),
+		Readers:  keys[0],
+		Queue:    keys[1],
+		Waiting:  keys[2],
+		Admitted: keys[3],
+		Channel:  keys[4],
+		Fence:    keys[5],
+		Marker:   keys[6],
+		Latch:    keys[7],
 	}
 }
+
+// fairSuffixes are the suffixes of Fair's keys after the state's, in
+// FairKeys's order.
+var fairSuffixes = [...]string{":readers", ":queue", ":waiting", ":admitted", ":wake", ":fence"}

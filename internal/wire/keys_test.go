@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/slot"
 )
 
@@ -64,4 +65,19 @@ func FuzzKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFairKeysAsConcatenated: Fair's keys, substrings of one string, are
+// the concatenations they stand for, for names with and without braces.
+func TestFairKeysAsConcatenated(t *testing.T) {
+	for _, name := range []string{"x", "{x}", "orders:{42}:line", "a{b", "ключ", "a:b:c"} {
+		b := base(name)
+		want := FairKeys{
+			State: b, Readers: b + ":readers", Queue: b + ":queue", Waiting: b + ":waiting", Admitted: b + ":admitted",
+			Channel: b + ":wake", Fence: b + ":fence", Marker: OwnerMarker(name, ""), Latch: compat.UnlockLatch(name, ""),
+		}
+		if got := Fair(name); got != want {
+			t.Errorf("Fair(%q) = %+v, want %+v", name, got, want)
+		}
+	}
 }

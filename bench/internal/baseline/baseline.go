@@ -36,6 +36,10 @@ type Pair struct {
 	// unlockKeys is how many of the keys, from the first, the unlock
 	// script takes (0: all of them).
 	unlockKeys int
+	// split, when set, parts the keys instead: the lock script takes
+	// keys[:split], the unlock script keys[split:] (a layout whose two
+	// scripts name different keys; see floors.go).
+	split int
 	// cleanup is the index of a key deleted by a DEL of its own after the
 	// unlock, as fairrw's janitor deletes a release's latch (-1: none).
 	cleanup int
@@ -140,12 +144,15 @@ func (p *Pair) Keys(key string) []string { return p.keys(key) }
 // It fails if the unlock found nothing to release: the key was shared or
 // had expired, and the cycle was not the uncontended one it stands for.
 func (p *Pair) Cycle(ctx context.Context, rdb rueidis.Client, keys []string) error {
-	if err := p.lock.Exec(ctx, rdb, keys, p.lockArgs).Error(); err != nil {
-		return fmt.Errorf("%s lock: %w", p.Name, err)
-	}
-	ukeys := keys
-	if p.unlockKeys > 0 {
+	lkeys, ukeys := keys, keys
+	switch {
+	case p.split > 0:
+		lkeys, ukeys = keys[:p.split], keys[p.split:]
+	case p.unlockKeys > 0:
 		ukeys = keys[:p.unlockKeys]
+	}
+	if err := p.lock.Exec(ctx, rdb, lkeys, p.lockArgs).Error(); err != nil {
+		return fmt.Errorf("%s lock: %w", p.Name, err)
 	}
 	n, err := p.unlock.Exec(ctx, rdb, ukeys, p.unlockArgs).AsInt64()
 	if err != nil {

@@ -1,0 +1,156 @@
+package baseline
+
+import (
+	"fmt"
+
+	"github.com/redis/rueidis"
+)
+
+// The floors of other layouts of the fair policies' uncontended cycle:
+// FastPathFloor's commands with fewer keys and values named, or fewer
+// keys, measured side by side before a layout is chosen (issue 35). Like
+// FastPathFloor, each runs a layout's commands with no logic; what it
+// leaves out is what that layout would not send. None is a lock.
+var (
+	// LeanFloor is FastPathFloor with an acquire script of its own: the
+	// keys and values its commands use and nothing for the full script
+	// (no wake-up channel, no queue lease, publish command, queue-up flag,
+	// further count or notify flag): 8 keys and 7 values where
+	// FastPathFloor sends 9 and 11.
+	LeanFloor = &Pair{
+		Name:     "lean-floor",
+		About:    "FastPathFloor's commands, its acquire naming 8 keys and 7 values (no key or value of the full script's)",
+		Commands: 9,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[1], KEYS[7], KEYS[8], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+redis.call('set', KEYS[6], text, 'px', '1000', 'get')
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock: fastUnlockFloor,
+		// S, R, Q, W, A, F, X, M; then the release's S, R, latch.
+		keys: func(key string) []string {
+			b, x, m, latch := floorNames(key)
+			return []string{b, b + ":readers", b + ":queue", b + ":waiting", b + ":admitted", b + ":fence", x, m, b, b + ":readers", latch}
+		},
+		lockArgs:   leanArgs,
+		unlockArgs: fastUnlockArgs,
+		split:      8,
+		cleanup:    10,
+		held:       1,
+	}
+	// GuardFloor is LeanFloor where the state hash outlives the queue and
+	// the phase-fair keys, so that the acquire probes only the state, the
+	// readers, the Redisson hash and the give-up marker: 5 keys and 7
+	// values.
+	GuardFloor = &Pair{
+		Name:     "guard-floor",
+		About:    "LeanFloor's commands, its acquire naming 5 keys (S, R, F, X, M) and 7 values, EXISTS of 4",
+		Commands: 9,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[1], KEYS[4], KEYS[5], KEYS[2])
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+redis.call('set', KEYS[3], text, 'px', '1000', 'get')
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock: fastUnlockFloor,
+		keys: func(key string) []string {
+			b, x, m, latch := floorNames(key)
+			return []string{b, b + ":readers", b + ":fence", x, m, b, b + ":readers", latch}
+		},
+		lockArgs:   leanArgs,
+		unlockArgs: fastUnlockArgs,
+		split:      5,
+		cleanup:    7,
+		held:       1,
+	}
+	// OneKeyFloor is the layout of one hash per lock: the state hash
+	// carries the last fencing token and the release's answer, and stays
+	// after a release as a tombstone of those two for the latch's
+	// lifetime. The acquire names S, the Redisson hash and the give-up
+	// marker (3 keys, 7 values); the release S alone (1 key, 4 values),
+	// and no latch key is left for a janitor to delete.
+	OneKeyFloor = &Pair{
+		Name:     "one-key-floor",
+		About:    "one hash per lock: EXISTS of 2, HMGET, TIME, HSET of 7 fields, PEXPIREAT; then HMGET, DEL, HSET of 2, PEXPIRE",
+		Commands: 9,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[2], KEYS[3])
+redis.call('hmget', KEYS[1], 'policy', 'writer', 'fence')
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d, 'fence', text)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock: rueidis.NewLuaScript(`
+local v = redis.call('hmget', KEYS[1], 'writer', 'wdeadline', 'horizon', 'busy', 'fence', 'l:' .. ARGV[3])
+redis.call('del', KEYS[1])
+redis.call('hset', KEYS[1], 'fence', v[5], 'l:' .. ARGV[3], '1')
+redis.call('pexpire', KEYS[1], ARGV[4])
+return 1`),
+		keys: func(key string) []string {
+			b, x, m, _ := floorNames(key)
+			return []string{b, x, m, b}
+		},
+		lockArgs:   leanArgs,
+		unlockArgs: []string{"w", floorOwner, floorOwner, "5000"},
+		split:      3,
+		cleanup:    -1,
+		held:       1,
+	}
+	// NoLatchFloor is FastPathFloor without the release's latch: no SET
+	// NX, and so no DEL of it afterwards. What a retried release needs, by
+	// difference.
+	NoLatchFloor = &Pair{
+		Name:     "no-latch-floor",
+		About:    "FastPathFloor without the latch: its release HMGET, DEL only, and no janitor DEL",
+		Commands: 7,
+		lock:     FastPathFloor.lock,
+		unlock: rueidis.NewLuaScript(`
+redis.call('hmget', KEYS[1], 'writer', 'wdeadline', 'horizon', 'busy')
+redis.call('del', KEYS[1])
+return 1`),
+		keys:       FastPathFloor.keys,
+		lockArgs:   FastPathFloor.lockArgs,
+		unlockArgs: []string{"w", floorOwner},
+		unlockKeys: 2,
+		cleanup:    -1,
+		held:       1,
+	}
+)
+
+// Floors returns FastPathFloor and the floors of the other layouts.
+func Floors() []*Pair {
+	return []*Pair{FastPathFloor, LeanFloor, GuardFloor, OneKeyFloor, NoLatchFloor}
+}
+
+// floorOwner is an owner (and a request id) as fairrw writes them.
+const floorOwner = "c1e2b6a4-5d0f-4c39-9a57-0b8e3f1d2c44:17"
+
+var (
+	// leanArgs: policy and protocol, mode, owner, lease, stamp, window,
+	// tokens reserved.
+	leanArgs = []string{"writer-preferring/3", "w", floorOwner, "30005", "1764115200123", "1500", "1"}
+	// fastUnlockArgs: lua/fair_unlock_fast.lua's mode, owner, latch
+	// lifetime.
+	fastUnlockArgs  = []string{"w", floorOwner, "5000"}
+	fastUnlockFloor = rueidis.NewLuaScript(`
+redis.call('hmget', KEYS[1], 'writer', 'wdeadline', 'horizon', 'busy')
+redis.call('del', KEYS[1])
+redis.call('set', KEYS[3], '1', 'px', ARGV[3], 'nx')
+return 1`)
+)
+
+// floorNames returns the state hash, the Redisson hash, the give-up marker
+// and a release's latch of key, as fairrw names them.
+func floorNames(key string) (state, redisson, marker, latch string) {
+	state = "fairrw:" + fmt.Sprint(len(key)) + ":{" + key + "}"
+	return state, "{" + key + "}", "fairrw_attempt:{" + key + "}:" + floorOwner, "redisson_unlock_latch:{" + key + "}:" + floorOwner
+}
