@@ -167,6 +167,11 @@ func WithURL(url string) Option {
 // WithClientOption makes the Client build its own rueidis client from opt,
 // and close it on Close. opt.OnInvalidations and opt.ClientTrackingOptions
 // must be unset: fairrw sets them, unless opt.DisableCache or AlwaysRESP2 is.
+// With client tracking on, the Client sends its calls to a node on one
+// connection (it sets opt.PipelineMultiplex to -1), the one its
+// invalidations come on, so that nothing it is answered runs ahead of what
+// it is told changed; opt.PipelineMultiplex > 0 and DisableAutoPipelining
+// need DisableCache.
 // When Redis refuses the ACL user CLIENT TRACKING (a tenant of a shared
 // Redis, docs/acl.md), the Client connects without it, as with
 // DisableCache: its reads share no hold, and its waiters wake by pub/sub.

@@ -24,6 +24,10 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"nil client", []fairrw.Option{fairrw.WithClient(nil)}},
 		{"no address", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{})}},
 		{"own invalidation hook", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{InitAddress: addr.InitAddress, OnInvalidations: func([]rueidis.RedisMessage) {}})}},
+		// Invalidations come on one connection; calls spread over others
+		// could be answered before them (client.go).
+		{"pipeline multiplex with tracking", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{InitAddress: addr.InitAddress, PipelineMultiplex: 1})}},
+		{"pooled calls with tracking", []fairrw.Option{fairrw.WithClientOption(rueidis.ClientOption{InitAddress: addr.InitAddress, DisableAutoPipelining: true})}},
 		{"nil policy", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithPolicy(nil)}},
 		{"zero lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(0)}},
 		{"negative lease", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithLeaseTime(-time.Second)}},

@@ -364,6 +364,25 @@ func (m *QuorumRWMutex) fence(ctx context.Context, mode Mode, grants []*Lease) q
 			dropped.leases[r.i], h.leases[r.i] = h.leases[r.i], nil
 		}
 	}
+	// The grant hands out h.token under each node's write: its release
+	// there must close the write's token range at h.token (as a cohort's
+	// passes do, owner.passed), not at the node's own token. The release
+	// closes the range when the last token is still the range's top as it
+	// reads it, and a raise may have written exactly that value (a node
+	// token RESERVE - 1 below h.token), or written nothing, the range
+	// reaching h.token already: either way, closed at the node's token, a
+	// later majority through that node could return a lower token.
+	for i, l := range h.leases {
+		if l == nil || l.Token() >= h.token {
+			continue
+		}
+		if l.own.lock(ctx) != nil {
+			dropped.leases[i], h.leases[i] = l, nil
+			continue
+		}
+		l.own.passed = max(l.own.passed, h.token)
+		l.own.unlock()
+	}
 	dropped.release(ctx, m.q, len(grants))
 	return h
 }

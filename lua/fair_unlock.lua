@@ -99,8 +99,12 @@ end
 if writer and writes == 0 and st.wtoken then
   -- The write ends: its token range closes at the highest token handed out
   -- of it (mint, common.lua). F holds the top of the range while no one
-  -- minted since (nor raised it: fence_raise.lua); a grant that follows
-  -- mints from the closed value, else close_range writes it.
+  -- minted since; a grant that follows mints from the closed value, else
+  -- close_range writes it. Only a quorum holding this write raises F
+  -- meanwhile (fence_raise.lua), and a raise may land on that very value
+  -- (a write that reserved one token, RESERVE - 1 below the quorum's):
+  -- the quorum's token comes as ARGV[17], so the range closes at it or
+  -- above (fairrw/quorum_rwmutex.go, fence).
   local wtoken = tonumber(st.wtoken)
   if tonumber(redis.call('get', F)) == wtoken + RESERVE - 1 then
     st.fence = math.max(wtoken, tonumber(ARGV[17]) or 0)
