@@ -25,6 +25,9 @@ import (
 // queued goes to Redis, and waits there as the policy says. The gap is one
 // push: a read may share in the moment between a writer queuing and this
 // Client hearing of it, as a read sent to Redis in that moment is granted.
+// Never after the Client was told of the writer another way: its calls and
+// the pushes share one connection (client.go), on which Redis sends the
+// push before the answer to any call that runs after the change.
 //
 // Only plain reads share (a watchdog lease, a fair policy, no replica
 // acknowledgement, a Client whose rueidis client fairrw made, so that

@@ -52,8 +52,17 @@ func TestLoop(t *testing.T) {
 	if len(readers) == 0 || len(writers) == 0 {
 		t.Fatalf("recorded %d reader and %d writer requests, want some of each", len(readers), len(writers))
 	}
-	if recorded := int64(len(readers) + len(writers)); grants.Load() < recorded {
-		t.Fatalf("%d grants went through the hook, fewer than the %d recorded", grants.Load(), recorded)
+	// A request still waiting at the window is recorded as timed out (a
+	// loaded machine's miniredis can keep one that long): the hook sees
+	// the granted ones.
+	granted := int64(0)
+	for _, q := range append(readers, writers...) {
+		if !q.TimedOut {
+			granted++
+		}
+	}
+	if grants.Load() < granted {
+		t.Fatalf("%d grants went through the hook, fewer than the %d recorded as granted", grants.Load(), granted)
 	}
 	for _, q := range append(readers, writers...) {
 		if q.Asked.Sub(start) >= window || q.Asked.Before(start) {
