@@ -102,7 +102,9 @@ func eventuallyNoKeysButLatches(t testing.TB, env Env, name string) {
 // or a Redis that answers slowly, for about as long shows nothing of the
 // library: judged against two controls (the worst lateness of a bare 1 ms
 // sleep during the call, and a bare script on env.Raw beside it), such
-// an attempt is made again, up to five times; an attempt with both
+// an attempt is made again, for up to 20 attempts (miniredis under -race
+// on a loaded machine took 27-113 ms for the bare script in five attempts
+// in a row); an attempt with both
 // controls well within the grace must succeed.
 func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 	c := env.client(t)
@@ -136,7 +138,7 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 		if err == nil {
 			break
 		}
-		if (stall < hidden.CleanupGrace/2 && script < hidden.CleanupGrace/2) || attempt == 5 {
+		if (stall < hidden.CleanupGrace/2 && script < hidden.CleanupGrace/2) || attempt == 20 {
 			t.Fatalf("Unlock with a cancelled ctx: %v (attempt %d; the machine's worst lateness during the call %v, a bare script beside it %v)", err, attempt, stall, script)
 		}
 		t.Logf("attempt %d: Unlock with a cancelled ctx: %v, with the machine %v late and a bare script taking %v: again", attempt, err, stall, script)
