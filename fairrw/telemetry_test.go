@@ -995,11 +995,20 @@ func TestTelemetryLeaseExpired(t *testing.T) {
 	})
 }
 
+// renewedLease is the lease of the tests that watch renewal rounds: a round
+// every third of it, each given as long to answer, which under load must
+// not fail for want of time (a third of 300ms failed: "Redis did not answer
+// in time", on miniredis under -race beside other packages' tests).
+const renewedLease = 1500 * time.Millisecond
+
 // TestTelemetryLeaseGone: Redis loses a watchdog lease's hold behind its
 // back; the next renewal round finds it gone.
 func TestTelemetryLeaseGone(t *testing.T) {
 	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
-		c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond)) // a round every 100ms
+		// A round every 500ms, each with as long to answer: with 100ms, a
+		// loaded machine's miniredis under -race missed it, and the lease
+		// ran out (lost as expired, not found gone).
+		c := e.client(t, p, fairrw.WithLeaseTime(renewedLease))
 		l, err := c.RWMutex("ledger").Lock(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -1061,7 +1070,7 @@ func TestTelemetryLeaseClosed(t *testing.T) {
 // counted.
 func TestTelemetryRenewal(t *testing.T) {
 	perPolicy(t, func(t *testing.T, e *otelEnv, p fairrw.Policy) {
-		c := e.client(t, p, fairrw.WithLeaseTime(300*time.Millisecond))
+		c := e.client(t, p, fairrw.WithLeaseTime(renewedLease))
 		ctx, request := e.appSpan("request")
 		l, err := c.RWMutex("job").Lock(ctx)
 		if err != nil {
