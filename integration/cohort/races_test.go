@@ -285,7 +285,7 @@ func TestCohortPassAfterForceUnlock(t *testing.T) {
 			if err := l1.Unlock(ctx); err != nil {
 				t.Logf("unlock of the force-unlocked holder: %v", err)
 			}
-			advAfterLostHold(t, ctx, w, x, "ForceUnlock")
+			advAfterLostHold(t, ctx, w, x, "ForceUnlock", 900*time.Millisecond)
 		})
 	}
 }
@@ -294,29 +294,58 @@ func TestCohortPassAfterForceUnlock(t *testing.T) {
 // a cohort holds; another Client is granted at once, with a token above
 // the old holder's. A pass made after that grant is one Redis does not
 // see: its token is below, and it is lost at the cohort's next renewal.
+//
+// The other Client must ask before the cohort's renewal finds the hold
+// gone and sends its waiter to Redis: with a 900 ms lease (a round every
+// 300 ms), on a loaded machine the waiter was granted first and held, and
+// the other Client's Lock waited on it to the test's end. So the lease is
+// 3 s, and a run in which the waiter still comes first (a grant in Redis,
+// which is its right) is run again, up to three times.
 func TestCohortPassAfterRestart(t *testing.T) {
+	const lease = 3 * time.Second
 	r := redistest.StartProcess(t)
-	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(900*time.Millisecond))
+	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(lease))
 	other := itest.NewClient(t, r, itest.Transports[0])
-	name := "cadv:restart"
 	ctx := itest.TestCtx(t)
-	m := c.RWMutex(name)
-	l1, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
+	for run := 1; ; run++ {
+		name := fmt.Sprintf("cadv:restart:%d", run)
+		m := c.RWMutex(name)
+		l1, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := itest.AdvLock(ctx, m)
+		queued()
+		r.Restart(t)
+		xc := itest.AdvLock(ctx, other.RWMutex(name))
+		var x itest.AdvResult
+		select {
+		case x = <-xc:
+		case first := <-w:
+			if first.Err != nil {
+				t.Fatal(first.Err)
+			}
+			if run == 3 {
+				t.Fatalf("run %d: the cohort's waiter was granted in Redis before the other Client, three times", run)
+			}
+			t.Logf("run %d: the cohort's waiter was granted in Redis first (the renewal found the hold gone): again", run)
+			_ = first.L.Unlock(ctx)
+			_ = l1.Unlock(ctx)
+			if x = itest.AdvRecv(t, xc, 10*time.Second, "the other Client"); x.Err == nil {
+				_ = x.L.Unlock(ctx)
+			}
+			continue
+		}
+		if x.Err != nil {
+			t.Fatal(x.Err)
+		}
+		if x.L.Token() <= l1.Token() {
+			t.Errorf("token after restart %d not above %d", x.L.Token(), l1.Token())
+		}
+		_ = l1.Unlock(ctx)
+		advAfterLostHold(t, ctx, w, x.L, "the restart", lease)
+		return
 	}
-	w := itest.AdvLock(ctx, m)
-	queued()
-	r.Restart(t)
-	x, err := other.RWMutex(name).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x.Token() <= l1.Token() {
-		t.Errorf("token after restart %d not above %d", x.Token(), l1.Token())
-	}
-	_ = l1.Unlock(ctx)
-	advAfterLostHold(t, ctx, w, x, "the restart")
 }
 
 // TestCohortInspectToken: LockInfo.Token is the token Redis granted the
@@ -974,7 +1003,7 @@ func advLostByRenewal(t *testing.T, l *fairrw.Lease, lease time.Duration) {
 // either passed the write, and then with a token above x's (passed from a
 // later grant) or below it and lost at the cohort's next renewal (the
 // Client's lease is 900ms), or it waits in Redis until x is unlocked.
-func advAfterLostHold(t *testing.T, ctx context.Context, w <-chan itest.AdvResult, x *fairrw.Lease, what string) {
+func advAfterLostHold(t *testing.T, ctx context.Context, w <-chan itest.AdvResult, x *fairrw.Lease, what string, lease time.Duration) {
 	t.Helper()
 	var res itest.AdvResult
 	received := false
@@ -986,7 +1015,7 @@ func advAfterLostHold(t *testing.T, ctx context.Context, w <-chan itest.AdvResul
 	}
 	if received && res.Err == nil && res.L.Token() < x.Token() {
 		t.Logf("passed after %s with token %d, below %d: a fencing store that saw %d refuses it", what, res.L.Token(), x.Token(), x.Token())
-		advLostByRenewal(t, res.L, 900*time.Millisecond)
+		advLostByRenewal(t, res.L, lease)
 	}
 	if err := x.Unlock(ctx); err != nil {
 		t.Fatal(err)

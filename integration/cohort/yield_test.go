@@ -224,8 +224,12 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 			prefix := clientPrefix(t, ctx, readerClient, name)
 			s := startYieldStream(ctx, busy.RWMutex(name), 4, 2*time.Millisecond)
 			time.Sleep(50 * time.Millisecond)
-			judged, worst, behind := 0, 0, 0
-			for i := range 20 {
+			judged, worst, behind, reads := 0, 0, 0, 0
+			// 20 reads, and more (up to 60) until 10 were asked while the
+			// stream held and 10 judged: a loaded machine runs the stream
+			// less often between reads.
+			for i := 0; i < 20 || ((judged < 10 || behind < 10) && i < 60); i++ {
+				reads++
 				call := time.Now()
 				if s.inside.Load() > 0 {
 					behind++ // the stream held as it asked
@@ -244,8 +248,11 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 						known = time.Time{}
 					}
 				}
+				var late time.Duration
 				if res.L == nil && res.Err == nil {
-					res = itest.AdvRecv(t, done, 10*time.Second, fmt.Sprintf("read %d", i))
+					late = worstLateness(func() {
+						res = itest.AdvRecv(t, done, 10*time.Second, fmt.Sprintf("read %d", i))
+					})
 				}
 				if res.Err != nil {
 					t.Fatal(res.Err)
@@ -255,10 +262,12 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 				}
 				if !known.IsZero() {
 					judged++
-					n := s.grantedIn(known, res.At)
+					// As in TestCohortYieldsWithinTwoHolds: from known plus
+					// the machine's lateness during the wait.
+					n := s.grantedIn(known.Add(late), res.At)
 					worst = max(worst, n)
 					if n > 1 {
-						t.Errorf("read %d: %d holds of the stream granted after the reader was known to wait, want at most 1", i, n)
+						t.Errorf("read %d: %d holds of the stream granted more than the machine's lateness (%v) after the reader was known to wait, want at most 1", i, n, late)
 					}
 				}
 				time.Sleep(3 * time.Millisecond)
@@ -271,7 +280,7 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			s.stop(t)
-			t.Logf("%d of 20 reads judged, %d asked while the stream held; worst %d holds of the stream after the reader was known", judged, behind, worst)
+			t.Logf("%d of %d reads judged, %d asked while the stream held; worst %d holds of the stream after the reader was known", judged, reads, behind, worst)
 			if judged < 10 || behind < 10 {
 				t.Errorf("only %d reads judged, %d asked while the stream held: the promise went unchecked", judged, behind)
 			}
