@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fairrw/rwlock/internal/hidden"
 )
@@ -87,12 +88,26 @@ func tag(msg string, errs ...error) error { return &tagged{msg: msg, errs: errs}
 // machine that ran it late) also says that its ctx ended, so that a caller
 // testing errors.Is(err, context.DeadlineExceeded) sees what happened to
 // its deadline, whichever came first.
+//
+// A call that fails within endingSoon of its deadline counts as failing as
+// it ends: rueidis retries a read-only call (Inspect's) on a lost
+// connection only while its next try, after a delay that doubles up to a
+// second, still comes before the deadline, and otherwise returns the last
+// error at once, some milliseconds early (5 ms seen, Redis stopped).
 func andEnded(ctx context.Context, err error) []error {
-	if ended := ctx.Err(); ended != nil && !errors.Is(err, ended) {
+	ended := ctx.Err()
+	if d, ok := ctx.Deadline(); ended == nil && ok && time.Until(d) < endingSoon {
+		ended = context.DeadlineExceeded
+	}
+	if ended != nil && !errors.Is(err, ended) {
 		return []error{err, ended}
 	}
 	return []error{err}
 }
+
+// endingSoon is how near its deadline a failed call counts as ending with
+// it (andEnded).
+const endingSoon = 20 * time.Millisecond
 
 // closedError is ErrClosed for a call on the lock name: it reads as the
 // other errors do, naming the lock.

@@ -97,7 +97,18 @@ func TestACLTenantTracking(t *testing.T) {
 				woken <- hidden.WokenBy(w)
 				_ = w.Unlock(ctx)
 			}()
-			time.Sleep(50 * time.Millisecond)
+			// Released once the waiter is queued: a loaded machine ran its
+			// first attempt after a release 50 ms later, granted at once.
+			for {
+				info, err := a.Inspect(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(info.WaitingWriters) == 1 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
