@@ -99,16 +99,7 @@ func TestACLTenantTracking(t *testing.T) {
 			}()
 			// Released once the waiter is queued: a loaded machine ran its
 			// first attempt after a release 50 ms later, granted at once.
-			for {
-				info, err := a.Inspect(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(info.WaitingWriters) == 1 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			itest.AwaitWaitingWriters(t, ctx, a, name, 1)
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/locktest"
 	"github.com/fairrw/rwlock/internal/redistest"
 )
 
@@ -157,7 +158,7 @@ func TestCohortYieldsWithinTwoHolds(t *testing.T) {
 				seen, res, early := seenWaiting(t, ctx, watcher, name, prefix, false, done)
 				var late time.Duration
 				if !early {
-					late = worstLateness(func() {
+					late = locktest.MachineStall(func() {
 						res = itest.AdvRecv(t, done, 10*time.Second, fmt.Sprintf("wait %d", i))
 					})
 				}
@@ -250,7 +251,7 @@ func TestCohortPhaseFairReaderEndsRun(t *testing.T) {
 				}
 				var late time.Duration
 				if res.L == nil && res.Err == nil {
-					late = worstLateness(func() {
+					late = locktest.MachineStall(func() {
 						res = itest.AdvRecv(t, done, 10*time.Second, fmt.Sprintf("read %d", i))
 					})
 				}
@@ -358,28 +359,4 @@ func TestCohortRunLengths(t *testing.T) {
 			})
 		}
 	}
-}
-
-// worstLateness runs f while sampling how late a bare 1 ms sleep wakes, and
-// returns the worst: what the machine added to any wait meanwhile.
-func worstLateness(f func()) time.Duration {
-	stop := make(chan struct{})
-	worst := make(chan time.Duration, 1)
-	go func() {
-		var w time.Duration
-		for {
-			select {
-			case <-stop:
-				worst <- w
-				return
-			default:
-			}
-			start := time.Now()
-			time.Sleep(time.Millisecond)
-			w = max(w, time.Since(start)-time.Millisecond)
-		}
-	}()
-	f()
-	close(stop)
-	return <-worst
 }

@@ -71,11 +71,14 @@ func TestQuorumReadAfterWriteKeepsItsToken(t *testing.T) {
 			// grant mints the next token there. (The Redisson formats queue
 			// no one, and close no range.)
 			c1 := itest.NewClient(t, qn.Servers[1], itest.Transports[0], fairrw.WithPolicy(p))
-			waiter := make(chan error, 1)
+			var waiter <-chan error
 			if p.String() == fairrw.Redisson().String() {
-				waiter <- nil
+				done := make(chan error, 1)
+				done <- nil
+				waiter = done
 			} else {
-				waitOn(t, c1, name, waiter)
+				waiter = itest.LockThenUnlock(ctx, c1.RWMutex(name))
+				itest.AwaitWaitingWriters(t, ctx, c1, name, 1)
 			}
 			if err := w.Unlock(ctx); err != nil {
 				t.Fatal(err)
@@ -101,29 +104,5 @@ func TestQuorumReadAfterWriteKeepsItsToken(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// waitOn starts a write of name on c that waits, and returns once Redis has
-// it queued; its result (after its Unlock) comes on done.
-func waitOn(t *testing.T, c *fairrw.Client, name string, done chan<- error) {
-	t.Helper()
-	ctx := itest.TestCtx(t)
-	go func() {
-		l, err := c.RWMutex(name).Lock(ctx)
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		done <- err
-	}()
-	for {
-		info, err := c.Inspect(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(info.WaitingWriters) > 0 {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

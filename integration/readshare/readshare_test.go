@@ -396,24 +396,8 @@ func TestReadShareAfterItsClientSawAWriter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				wrote := make(chan error, 1)
-				go func() {
-					l, err := other.RWMutex(name).Lock(ctx)
-					if err == nil {
-						err = l.Unlock(ctx)
-					}
-					wrote <- err
-				}()
-				for {
-					info, err := c.Inspect(ctx, name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(info.WaitingWriters) == 1 {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
+				wrote := itest.LockThenUnlock(ctx, other.RWMutex(name))
+				itest.AwaitWaitingWriters(t, ctx, c, name, 1)
 				short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 				l3, err := m.RLock(short)
 				cancel()

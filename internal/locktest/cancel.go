@@ -130,7 +130,7 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 			scriptErr = env.Raw.Do(ctx(t), env.Raw.B().Eval().Script(bareScript).Numkeys(0).Build()).Error()
 			script = time.Since(start)
 		}()
-		stall := machineStall(func() { err = l.Unlock(cctx) })
+		stall := MachineStall(func() { err = l.Unlock(cctx) })
 		<-controlled
 		if scriptErr != nil {
 			t.Fatalf("the control script: %v", scriptErr)
@@ -154,10 +154,10 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 // nothing (run, the library's top level reads the release's ARGV).
 var bareScript = "local function library()\n" + lua.Compose("common", "fair_lib") + "\nend\nreturn 1"
 
-// machineStall runs f and returns the worst lateness, meanwhile, of a bare
+// MachineStall runs f and returns the worst lateness, meanwhile, of a bare
 // 1 ms sleep on another goroutine: how long the machine kept a goroutine
 // that was due to run from running.
-func machineStall(f func()) time.Duration {
+func MachineStall(f func()) time.Duration {
 	stop := make(chan struct{})
 	worst := make(chan time.Duration, 1)
 	go func() {

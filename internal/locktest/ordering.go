@@ -124,7 +124,7 @@ func CancelledWriterLeavesQueue(t *testing.T, env Env) {
 	w := queueUp(t, cctx, c.RWMutex(name(t)), fairrw.Write)
 	refused(t, c.RWMutex(name(t)), fairrw.Read)
 	var res result
-	stall := machineStall(func() {
+	stall := MachineStall(func() {
 		cancel()
 		res = <-w
 	})

@@ -133,3 +133,33 @@ func ReadHolds(p fairrw.Policy, n int) string {
 	}
 	return "x0"
 }
+
+// AwaitWaitingWriters polls c's Inspect of name until it shows n writers
+// waiting (a waiter queued in Redis), within ctx.
+func AwaitWaitingWriters(t testing.TB, ctx context.Context, c *fairrw.Client, name string, n int) {
+	t.Helper()
+	for {
+		info, err := c.Inspect(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.WaitingWriters) == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// LockThenUnlock takes m's write on a goroutine of its own, waiting, and
+// unlocks it at once; the outcome comes on the channel.
+func LockThenUnlock(ctx context.Context, m *fairrw.RWMutex) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		l, err := m.Lock(ctx)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	return done
+}
