@@ -134,16 +134,7 @@ func TestRedisWrapperKeepsSharedReads(t *testing.T) {
 				}
 				wrote <- err
 			}()
-			for {
-				info, err := c.Inspect(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(info.WaitingWriters) == 1 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			itest.AwaitWaitingWriters(t, ctx, c, name, 1)
 			// The invalidation of the queue key stops sharing: a read then
 			// waits behind the writer. (Whether it always comes before
 			// Inspect's reply is TestReadShareStopsForWaitingWriter's

@@ -793,16 +793,7 @@ func TestReadShareShutdown(t *testing.T) {
 			}
 			leases = append(leases, f)
 			w := itest.AdvLock(ctx, other.RWMutex(name))
-			for {
-				info, err := c.Inspect(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(info.WaitingWriters) == 1 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			itest.AwaitWaitingWriters(t, ctx, c, name, 1)
 			waiting := make(chan error, 1)
 			go func() {
 				l, err := m.RLock(ctx)

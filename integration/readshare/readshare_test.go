@@ -178,16 +178,7 @@ func TestReadShareStopsForWaitingWriter(t *testing.T) {
 			}()
 			// Seen through the holding Client's own connection: the
 			// invalidation of the queue came before this reply.
-			for {
-				info, err := c.Inspect(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(info.WaitingWriters) == 1 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			itest.AwaitWaitingWriters(t, ctx, c, name, 1)
 			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			l3, err := m.RLock(short)
 			cancel()
