@@ -82,11 +82,25 @@ func checkTables(t *testing.T, stdout string, skipped map[string]bool, names ...
 				}
 			}
 			exact := s[0].kind == closedLoop || s[0].kind == queueCost || s[0].kind == serverCost
+			if rows == 0 && c.Library != "fairrw" && peerLeftOut(section, c.Name) {
+				// A peer that outran the scenario's time limit on a loaded
+				// machine (rueidislock's 201 acquires took over 41 s twice
+				// in CI) is reported as left out, which is the report's
+				// job; fairrw's own rows are required always.
+				continue
+			}
 			if rows < want || (exact && rows != want) {
 				t.Errorf("%s: %d rows for %s, want %d:\n%s", name, rows, c.Name, want, section)
 			}
 		}
 	}
+}
+
+// peerLeftOut reports whether section says contender name's run stalled
+// and was left out ("rueidislock: renewal stalled after 41.1s ..., left
+// out: ...").
+func peerLeftOut(section, name string) bool {
+	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `: \S+ stalled .*left out`).MatchString(section)
 }
 
 // TestSmokeAllScenarios runs every default scenario under every contender
@@ -462,7 +476,11 @@ func TestQueueCost(t *testing.T) {
 			// The ratio is on the longest queue's row; n/a without
 			// commandstats.
 			want := map[string]string{"8": "-", "256": "n/a"}[n]
-			if row[1] == "0" || row[2] != want {
+			// A polling peer may grant none of 256 writers in the short
+			// window on a loaded machine (redsync, in CI): its row is
+			// still required; fairrw's must show grants.
+			noGrants := row[1] == "0" && (c.Library == "fairrw" || n == "8")
+			if noGrants || row[2] != want {
 				t.Errorf("row of %s with %s writers: grants/s %s, ratio %q (want %q):\n%s", c.Name, n, row[1], row[2], want, sec)
 			}
 		}
