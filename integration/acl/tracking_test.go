@@ -97,9 +97,12 @@ func TestACLTenantTracking(t *testing.T) {
 				woken <- hidden.WokenBy(w)
 				_ = w.Unlock(ctx)
 			}()
-			// Released once the waiter is queued: a loaded machine ran its
-			// first attempt after a release 50 ms later, granted at once.
+			// Released once the waiter is queued (a loaded machine ran its
+			// first attempt after a release 50 ms later, granted at once),
+			// and has had 50 ms to take in its attempt's answer and sleep:
+			// released at once, its grant came before it waited (woken "").
 			itest.AwaitWaitingWriters(t, ctx, a, name, 1)
+			time.Sleep(50 * time.Millisecond)
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -510,9 +510,16 @@ func TestQueueCost(t *testing.T) {
 			t.Errorf("%s: queue = %+v, growth %v", r.Contender, r.Queue, r.RedisCPUGrowth)
 			continue
 		}
+		fairrwOwn := false
+		for _, c := range contender.All() {
+			fairrwOwn = fairrwOwn || (c.Name == r.Contender && c.Library == "fairrw")
+		}
 		for i, want := range [][2]int{{8, 2}, {256, 8}} {
 			q := r.Queue[i]
-			if q.Writers != want[0] || q.Clients != want[1] || q.Requests < 1 || q.GrantsPerS <= 0 || q.Cost != nil {
+			// As in the table: a polling peer may grant none of 256
+			// writers in the short window on a loaded machine.
+			noGrants := q.GrantsPerS <= 0 && (fairrwOwn || i == 0)
+			if q.Writers != want[0] || q.Clients != want[1] || q.Requests < 1 || noGrants || q.Cost != nil {
 				t.Errorf("%s: queue[%d] = %+v, want %d writers on %d clients, measured, without a cost", r.Contender, i, q, want[0], want[1])
 			}
 		}
