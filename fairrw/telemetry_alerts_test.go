@@ -306,10 +306,23 @@ func TestTelemetryShutdownIsNoDeploy(t *testing.T) {
 		if lost := e.ended("fairrw.lease.lost"); len(lost) != 0 {
 			t.Errorf("%d fairrw.lease.lost spans, want none", len(lost))
 		}
+		retried := 0
 		for _, s := range e.spans.Ended() {
-			if s.Status().Code == codes.Error {
-				t.Errorf("span %s has an Error status (%q)", s.Name(), s.Status().Description)
+			if s.Status().Code != codes.Error {
+				continue
 			}
+			// A round trip's own span (EVALSHA) that its try's window ended
+			// is one try of a release that was tried again (on a loaded
+			// machine's miniredis, in CI): the release's outcome is on
+			// fairrw's spans and metrics, checked here and below.
+			if !strings.HasPrefix(s.Name(), "fairrw.") && s.Status().Description == context.DeadlineExceeded.Error() {
+				retried++
+				continue
+			}
+			t.Errorf("span %s has an Error status (%q)", s.Name(), s.Status().Description)
+		}
+		if retried > 0 {
+			t.Logf("%d round trips ended by their try's window, tried again", retried)
 		}
 		assertSpan(t, e.only(t, "fairrw.Shutdown"), spanWant{
 			kind:   trace.SpanKindInternal,
