@@ -496,8 +496,11 @@ type acquireTrace struct {
 // an internal span, a child of ctx's span; the returned context carries
 // it. The trace is returned by value, to stay on the caller's stack.
 func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mode Mode) (context.Context, acquireTrace) {
+	// The call's start, before the span's: the wait counts the span's
+	// making too, which a loaded machine can stretch to milliseconds.
+	start := time.Now()
 	if !t.spans.on() {
-		return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: noSpan, start: time.Now(), mode: mode}
+		return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: noSpan, start: start, mode: mode}
 	}
 	ctx, span := t.tracer.Start(ctx, op, t.internalSpan...)
 	if span.IsRecording() {
@@ -507,7 +510,7 @@ func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mo
 			span.SetAttributes(attrLockMode.String(mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment))
 		}
 	}
-	return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: span, start: time.Now(), mode: mode}
+	return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: span, start: start, mode: mode}
 }
 
 // end closes the acquire's span and records its duration; l is the granted
