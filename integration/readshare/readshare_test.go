@@ -379,14 +379,7 @@ func TestReadShareAfterItsClientSawAWriter(t *testing.T) {
 			for i := range rounds {
 				name := fmt.Sprintf("share-saw:%s:%d", p, i)
 				m := c.RWMutex(name)
-				r1, err := m.RLock(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r2, err := m.RLock(ctx) // shares r1's hold
-				if err != nil {
-					t.Fatal(err)
-				}
+				reads := itest.Rlocks(t, ctx, m, 2) // the second shares the first's hold
 				wrote := itest.LockThenUnlock(ctx, other.RWMutex(name))
 				itest.AwaitWaitingWriters(t, ctx, c, name, 1)
 				short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -398,7 +391,7 @@ func TestReadShareAfterItsClientSawAWriter(t *testing.T) {
 				} else if !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("round %d: read behind a waiting writer: %v, want the deadline", i, err)
 				}
-				for _, l := range []*fairrw.Lease{r1, r2} {
+				for _, l := range reads {
 					if err := l.Unlock(ctx); err != nil {
 						t.Fatal(err)
 					}
