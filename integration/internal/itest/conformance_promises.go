@@ -239,6 +239,25 @@ func (o *confOracle) markForcedAtGrantLocked(h *confHold, now time.Time) bool {
 	return false
 }
 
+// forceBeforeLocked returns when the latest ForceUnlock of h's name that
+// began before h's grant, and could still land when h's call began,
+// began (zero: none).
+func (o *confOracle) forceBeforeLocked(h *confHold) time.Time {
+	var at time.Time
+	for _, f := range o.forces[h.Name] {
+		if f.start.Before(h.granted) && h.callStart.Before(o.forceWindowEndLocked(f)) && f.start.After(at) {
+			at = f.start
+		}
+	}
+	return at
+}
+
+// confPassAfterForce is how long past a third of the lease after a
+// ForceUnlock a cohort may still pass its hold on: the renewal that finds
+// the hold gone is due a third of the lease after the last, and takes a
+// round trip.
+const confPassAfterForce = 200 * time.Millisecond
+
 // forceUnlock is a ForceUnlock of name, in a random mode, from a direct
 // Client (a proxy's late copy would free a later holder: ForceUnlock is
 // not idempotent), with a deadline now and then.

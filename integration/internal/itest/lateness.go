@@ -108,6 +108,14 @@ func (l *Lateness) sample(late time.Duration) {
 	}
 }
 
+// Worst returns the control's worst lateness so far: what the machine
+// has added to a wait since the test began.
+func (l *Lateness) Worst() time.Duration {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return l.worst
+}
+
 // within records a bound: what returned late after its deadline (or took
 // late beyond what it may take), and the library's allowance for it. The
 // bound holds when late is at most allowance plus the control's worst
