@@ -113,7 +113,7 @@ slowest_first=(
 	./integration/cohort ./bench/cmd/fairbench ./integration/acl ./integration/lease
 	./integration/faults ./integration/connect ./integration/policy ./integration/deadline
 	./integration/quorum ./integration/readshare ./integration/conformance
-	./internal/redistest ./integration/shutdown
+	./internal/testkit/redistest ./integration/shutdown
 )
 go test -race -count=1 -p "${FAIRRW_TEST_PACKAGES:-6}" -timeout 30m "$@" \
 	"${slowest_first[@]}" ./... ./bench/... ./integration/...

@@ -2,9 +2,9 @@
 // exported API: everything lives in _test.go files.
 //
 // Every top-level benchmark starts its own redis-server from PATH (through
-// internal/redistest), or uses FAIRRW_REDIS_ADDR when it is set, and runs all
-// of its variants, baselines included, against that one server, so that
-// ratios are taken within one run. Run them with, for example:
+// internal/testkit/redistest), or uses FAIRRW_REDIS_ADDR when it is set, and
+// runs all of its variants, baselines included, against that one server, so
+// that ratios are taken within one run. Run them with, for example:
 //
 //	go test -run '^$' -bench . -benchtime 3s -count 5 ./bench/ | tee new.txt
 //	benchstat new.txt

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // floodSecondsEnv overrides the window of one closed-loop run (seconds).

@@ -9,8 +9,8 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/compat"
-	"github.com/fairrw/rwlock/internal/fairness"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 const (

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // env is the Redis of one top-level benchmark, shared by all its variants.

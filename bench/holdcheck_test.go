@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // holdCheck sees, in this process, every hold of one lock name between its

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 const (

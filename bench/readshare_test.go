@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 )
 
 // BenchmarkReadShare: 8 goroutines of one Client, each its own handle, on

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/leasewatch"
+	"github.com/fairrw/rwlock/internal/testkit/leasewatch"
 )
 
 // renewalLeaseTime makes the watchdog renew every 333ms.

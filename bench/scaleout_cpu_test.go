@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 )
 
 // scaleSample is what every node, and this process, report of their work

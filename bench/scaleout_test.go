@@ -16,8 +16,8 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // scaleOutParallelism is b.SetParallelism of BenchmarkScaleOut, goroutines

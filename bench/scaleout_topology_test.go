@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/lua"
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 )
 
 // The calls BenchmarkServerCost measures besides fairrw's own and the

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/acldoc"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/acldoc"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // BenchmarkTenantReads: what a tenant of a shared Redis gives up by going

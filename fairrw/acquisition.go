@@ -201,7 +201,7 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 		// Lock goes on waiting: as a new owner after a grant that came too
 		// late, as the same one after an attempt that got no answer.
 		if errors.Is(err, errOutlasted) {
-			a.renew()
+			a.asNewOwner()
 		}
 		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
 	}
@@ -256,14 +256,14 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 			}
 			// The grant's lease ran out before it was seen: give it back.
 			a.giveBack()
-			a.renew()
+			a.asNewOwner()
 		}
 		a.attempts++
 		got, err := a.attempt(ctx, 0, true, true)
 		switch {
 		case errors.Is(err, errOutlasted):
 			a.giveBack()
-			a.renew()
+			a.asNewOwner()
 			got.reply.wait = time.Millisecond
 		case errors.Is(err, errNoAnswer):
 			got.reply.wait = minRetryBackoff
@@ -282,8 +282,8 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 	}
 }
 
-// renew goes on as a new owner, after the old one was given back.
-func (a *acquisition) renew() {
+// asNewOwner goes on as a new owner, after the old one was given back.
+func (a *acquisition) asNewOwner() {
 	a.o = a.m.newOwner()
 	if a.w != nil {
 		a.m.c.waits.rename(a.w, a.o.id)

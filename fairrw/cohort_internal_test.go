@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestCohortForgottenWhenIdle: a cohort is kept only while a Lock is in it

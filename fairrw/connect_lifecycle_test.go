@@ -16,7 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // A config error is not an outage: New fails at once with ErrInvalidOption

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestNothingKeptAfterBusyRuns: after every sequence the API allows on one

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 

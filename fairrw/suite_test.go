@@ -6,8 +6,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/locktest"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // miniEnv is the behavioural suite's environment on an in-process miniredis:

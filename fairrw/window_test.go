@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/locktest"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestClockSkew: Redis refuses an attempt older than the accept window

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/acldoc"
+	"github.com/fairrw/rwlock/internal/testkit/acldoc"
 )
 
 // aclStandalone are docs/acl.md's blocks that make a user from scratch:

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/acldoc"
+	"github.com/fairrw/rwlock/internal/testkit/acldoc"
 )
 
 // everyPolicy are the blocks of docs/acl.md a tenant adds to the tenant

@@ -12,9 +12,9 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/acldoc"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/acldoc"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // syncBuffer is a log sink for Clients of several goroutines.

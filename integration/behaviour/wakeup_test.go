@@ -7,7 +7,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 )
 
 // TestInvalidationWakesReaders: a downgrade publishes nothing (Java's rule),

@@ -16,10 +16,10 @@ import (
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/locktest"
-	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // clusterFault is the setup every cluster fault test shares: a fresh

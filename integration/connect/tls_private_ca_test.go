@@ -24,9 +24,9 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/holder"
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/holder"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // clientCert is a client certificate signed by ca, for the common name cn.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/faults"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/lua"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestHoldKeptNoLongerThanLeases: a read hold that Leases share (a plain

@@ -9,8 +9,8 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/holder"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/holder"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestFaultHolderKilled: a process holding the write is killed (kill -9: no

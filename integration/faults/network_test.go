@@ -13,10 +13,10 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/compat"
-	"github.com/fairrw/rwlock/internal/faults"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/locktest"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // proxiedClient is a Client whose every connection goes through px.

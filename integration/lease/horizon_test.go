@@ -9,7 +9,7 @@ import (
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/lua"
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/holder"
 	"github.com/fairrw/rwlock/internal/lua"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/holder"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 

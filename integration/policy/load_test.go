@@ -13,7 +13,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // loadDuration is how long TestLoadChecked runs per policy: 2s in CI, or

@@ -9,7 +9,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/integration/internal/itest"
-	"github.com/fairrw/rwlock/internal/faults"
+	"github.com/fairrw/rwlock/internal/testkit/faults"
 )
 
 // TestFaultFailover: the primary dies and its replica is promoted.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestExecBatchFallsBackToEval: after the server lost its script cache, a

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestExecTrackedFollowsRedirect: a cluster client whose slot map still

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // An arrival scenario (cohort-yield) measures what a writer of another

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 )
 
 // cost is the Redis work of one run per grant, from INFO commandstats

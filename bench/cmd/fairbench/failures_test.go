@@ -15,7 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // fakeContender is a contender whose every handle is made by mutex: a

@@ -23,7 +23,7 @@ import (
 	bare "github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/bench/internal/chart"
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 )
 
 // TestMain fails the run if any goroutine (a Client's loops, a rueidis

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fairrw/rwlock/bench/internal/chart"
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // indexFile is the page of the -out folder to open first: the verdict and

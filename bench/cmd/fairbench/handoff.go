@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // blockDelay is how long a waiter is given to block (fail its first

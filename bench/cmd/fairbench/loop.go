@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // outcome is what one closed-loop run of a scenario by a contender

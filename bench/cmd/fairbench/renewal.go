@@ -8,8 +8,8 @@ import (
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/fairness"
-	"github.com/fairrw/rwlock/internal/leasewatch"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/leasewatch"
 )
 
 // renewalLease is the lease of the renewal scenario: fairrw renews every

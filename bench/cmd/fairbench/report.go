@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // report is everything one fairbench run measured; -json writes it.

@@ -12,7 +12,7 @@ import (
 
 	bare "github.com/fairrw/rwlock/bench/internal/baseline"
 	"github.com/fairrw/rwlock/bench/internal/contender"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // The server-cost scenario's loops: lock+unlock with no hold and no think,

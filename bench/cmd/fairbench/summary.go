@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // summarizeLoop computes the result of one closed-loop run.

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/bench/internal/baseline"
-	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestPairs runs every pair on a real Redis: a cycle leaves no key behind,

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // WaitSeries is one contender's waits of one class.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 func TestECDF(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // Sentinel errors.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/fairrw/rwlock/bench/internal/contender"
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/fairness"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // grantBound bounds a wait that must end: generous, not a speed assertion

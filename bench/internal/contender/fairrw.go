@@ -9,7 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 const fairrwDefaults = "fairrw defaults: 30s watchdog lease renewed every 10s, client tracking unless DisableCache"

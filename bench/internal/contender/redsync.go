@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/fairness"
+	"github.com/fairrw/rwlock/internal/testkit/fairness"
 )
 
 // redsync's default retry delay (redsync.go, NewMutex): a uniform random

@@ -25,8 +25,8 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // Environment variables read by this package.

@@ -10,8 +10,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"go.uber.org/goleak"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
 )
 
 // A Recorder records every operation made through it, and the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/acldoc"
+	"github.com/fairrw/rwlock/internal/testkit/acldoc"
 )
 
 // aclDoc is the page whose ACL lines the ACL tests run as they are.

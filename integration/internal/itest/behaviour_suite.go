@@ -1,7 +1,7 @@
 package itest
 
 import (
-	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
 )
 
 var Policies = locktest.Policies()

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // newClusterClient returns a Client on the cluster over tr, closed at cleanup.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // cohortPolicies are the policies cohorts apply to.

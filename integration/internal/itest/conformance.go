@@ -12,8 +12,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/faults"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fairrw/rwlock/internal/holder"
+	"github.com/fairrw/rwlock/internal/testkit/holder"
 )
 
 // defaultParallel is -test.parallel when the command line does not set it:

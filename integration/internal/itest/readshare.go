@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // noKeysLeftBut is noKeysLeft for the keys that do not start with prefix

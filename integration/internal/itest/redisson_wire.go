@@ -7,8 +7,8 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/locktest"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 type WireEnv struct {

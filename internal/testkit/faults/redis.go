@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 )
 
 // EnvCluster names an existing Redis Cluster to use instead of starting one:

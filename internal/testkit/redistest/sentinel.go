@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redisinfo"
-	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 )
 
 // SentinelMasterSet is the name StartSentinel's sentinel monitors its

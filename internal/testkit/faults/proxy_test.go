@@ -16,8 +16,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 )
 
 const (

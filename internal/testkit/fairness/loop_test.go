@@ -8,7 +8,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/hidden"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestLoop runs a short closed loop on miniredis: every recorded request

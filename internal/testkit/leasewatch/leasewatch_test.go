@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

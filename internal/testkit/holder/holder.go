@@ -28,7 +28,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/internal/locktest"
+	"github.com/fairrw/rwlock/internal/testkit/locktest"
 )
 
 // envSpec carries the child's Spec, as JSON.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redistest"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestClusterHarness checks the cluster harness against the cluster itself:

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
-	"github.com/fairrw/rwlock/internal/redistest"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
 // TestScriptFlush is not parallel: with FAIRRW_REDIS_ADDR the Redis, and so

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/fairrw/rwlock/internal/redisnet"
+	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 )
 
 func TestMain(m *testing.M) {
