@@ -306,7 +306,7 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 			// connection: a dial that its ctx cut short within slowAnswer
 			// (a release's 20 ms grace, on a machine that ran it late) says
 			// nothing of Redis, as a call would not (endCall).
-			if ctx.Err() == nil || time.Since(start) >= t.slowAnswer {
+			if !cutShort(ctx) || time.Since(start) >= t.slowAnswer {
 				t.redisDialFailed(ctx, addr, err)
 			}
 			return nil, err
@@ -317,6 +317,21 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 		t.redisConnected(addr)
 		return &observedConn{Conn: conn, t: t, addr: addr}, nil
 	}
+}
+
+// cutShort reports whether ctx has ended or its deadline has passed. A
+// dial or call that ctx's deadline cut short returns when the net
+// package's own timer for that deadline fires ("i/o timeout"), which can
+// run before the timer that marks ctx done: ctx.Err() alone would then
+// take the caller's deadline for Redis's failure (a Lock's 500 ms wait,
+// whose subscription's dial it ended, reported as an outage on a loaded
+// machine).
+func cutShort(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // disableNoDelay turns Nagle's algorithm back on, as rueidis does for

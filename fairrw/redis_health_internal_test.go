@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -311,5 +312,53 @@ func TestRefusalsLoggedOncePerInterval(t *testing.T) {
 	}
 	if got := e.logs.attr(4, "refusals_not_logged"); got != "4" {
 		t.Errorf("refusals_not_logged=%q, want 4", got)
+	}
+}
+
+// lateDeadline is a ctx whose deadline has passed but whose timer has not
+// marked it done yet: the moment a dial or call cut short by the deadline
+// returns on a loaded machine, before context's own timer runs.
+type lateDeadline struct{ context.Context }
+
+func (lateDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestDialCutByDeadlineIsNoOutage: a dial that its ctx's deadline ended
+// within slowAnswer is the caller's deadline, not Redis unreachable, even
+// when it returns before ctx reports its end (a Lock's 500 ms wait, whose
+// subscription's dial it ended, was logged as an outage with two copies of
+// the suite side by side). A call cut short the same way (endCall) says
+// nothing of Redis either, and a dial that failed on its own still counts.
+func TestDialCutByDeadlineIsNoOutage(t *testing.T) {
+	e := newHealthEnv(t)
+	e.t.slowAnswer = slowAnswer // the library's own: newHealthEnv leaves it zero
+	ctx := lateDeadline{context.Background()}
+	if ctx.Err() != nil {
+		t.Fatal("the ctx reports its end: the test needs one that does not yet")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dial := e.t.dialer(&rueidis.ClientOption{})
+	if conn, err := dial(ctx, l.Addr().String(), &net.Dialer{}, nil); err == nil {
+		conn.Close()
+		t.Fatal("a dial past its ctx's deadline connected")
+	}
+	rc := e.t.startCall(ctx, nil)
+	e.t.endCall(&rc, fmt.Errorf("dial tcp %s: i/o timeout", l.Addr()), false)
+	if got := e.logs.messages(); len(got) != 0 {
+		t.Fatalf("logged %q for a dial and a call that their ctx's deadline ended", got)
+	}
+	// The same dial with a ctx that has no deadline, to a port nobody
+	// listens on, is Redis unreachable.
+	addr := l.Addr().String()
+	l.Close()
+	if conn, err := dial(context.Background(), addr, &net.Dialer{}, nil); err == nil {
+		conn.Close()
+		t.Skip("the closed port was taken again")
+	}
+	if got, want := e.logs.messages(), []string{"WARN fairrw: Redis unreachable"}; !slices.Equal(got, want) {
+		t.Fatalf("logs %q after a refused dial, want %q", got, want)
 	}
 }

@@ -828,7 +828,7 @@ func (t *telemetry) endCall(rc *redisCall, err error, closing bool) {
 	case err == nil:
 		t.redisAnswered()
 	case closing:
-	case rc.ctx.Err() != nil:
+	case cutShort(rc.ctx):
 		if unanswered := time.Since(rc.start); unanswered >= t.slowAnswer {
 			t.redisFailed(rc.ctx, t.addr, fmt.Errorf("%w: no answer in %.3fs (%w)", errRedisTimeout, unanswered.Seconds(), err))
 		}
