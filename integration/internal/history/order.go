@@ -30,6 +30,11 @@ type WriteGrant struct {
 	// knows no fault, no stop of its Client and no give-back (a grant
 	// answered after a lease too short to outlast it) around its wait.
 	KeepsPlace bool
+	// Lead, when above the check's gap, is how long this write's first
+	// attempt may take from its call to Redis: longer for a Client that
+	// sends each attempt with its WAIT on a dedicated connection, which it
+	// may have to dial first (WithSyncReplicas).
+	Lead time.Duration
 	// EndsAfter is a lower bound on the end of the owner's write in Redis:
 	// the earliest of its Unlock call, its Deadline, its Client's stop and
 	// any ForceUnlock that may have hit it (zero: not known, as when the
@@ -44,11 +49,12 @@ func (w WriteGrant) op() Op {
 
 // CheckWriterFIFO checks that writers are served in the order they queued
 // (WriterPreferring and PhaseFair): of two write grants a and b of one
-// lock where a KeepsPlace and b's call began at least gap after a's (so
-// that a's first attempt reached Redis, and queued a, before b's did), a
-// was granted first (a lower token). A TryLock b is never granted ahead of
-// a queued writer either. gap stands for the time from a call to its first
-// attempt reaching Redis; the caller picks it well above that.
+// lock where a KeepsPlace and b's call began at least gap (or a's Lead,
+// if longer) after a's (so that a's first attempt reached Redis, and
+// queued a, before b's did), a was granted first (a lower token). A
+// TryLock b is never granted ahead of a queued writer either. gap stands
+// for the time from a call to its first attempt reaching Redis; the
+// caller picks it well above that.
 func CheckWriterFIFO(writes []WriteGrant, gap time.Duration) []Violation {
 	c := collector{kind: ViolationFIFO}
 	groups := map[string][]WriteGrant{}
@@ -67,8 +73,9 @@ func CheckWriterFIFO(writes []WriteGrant, gap time.Duration) []Violation {
 			if !a.KeepsPlace {
 				continue
 			}
+			lead := max(gap, a.Lead)
 			for _, b := range g[i+1:] {
-				if b.Call.Sub(a.Call) < gap || b.Owner == a.Owner || b.Token >= a.Token {
+				if b.Call.Sub(a.Call) < lead || b.Owner == a.Owner || b.Token >= a.Token {
 					continue
 				}
 				c.add(Violation{

@@ -26,6 +26,8 @@ func TestCheckWriterFIFO(t *testing.T) {
 		{"too close to tell", []WriteGrant{wg("a", 0, 900, 2, true, 0), wg("b", 50, 500, 1, true, 0)}, 0},
 		{"earlier one may have lost its place", []WriteGrant{wg("a", 0, 900, 2, false, 0), wg("b", 200, 500, 1, true, 0)}, 0},
 		{"returned out of order, granted in order", []WriteGrant{wg("a", 0, 900, 1, true, 0), wg("b", 200, 500, 2, true, 0)}, 0},
+		{"overtaken within a long lead", []WriteGrant{{Owner: "a", Lock: "L", Call: at(0), Return: at(900), Token: 2, KeepsPlace: true, Lead: time.Second}, wg("b", 300, 500, 1, true, 0)}, 0},
+		{"overtaken past a long lead", []WriteGrant{{Owner: "a", Lock: "L", Call: at(0), Return: at(1900), Token: 2, KeepsPlace: true, Lead: time.Second}, wg("b", 1100, 1500, 1, true, 0)}, 1},
 		{"locks apart", []WriteGrant{wg("a", 0, 900, 2, true, 0), {Owner: "b", Lock: "M", Call: at(200), Return: at(500), Token: 1}}, 0},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,13 @@ const (
 	// its first attempt to be known to reach Redis first (and the lead a
 	// reader's call must have on the end of the write it waits for).
 	confOrderGap = 250 * time.Millisecond
+	// confSyncedLead is confOrderGap for a writer of a Client under
+	// WithSyncReplicas: rueidis sends its attempt and the WAIT behind it on
+	// a dedicated connection, dialed (handshake and all) when none is idle,
+	// so that a later call that finds one idle can reach Redis first (CI
+	// runs beside other work saw a writer overtaken by one called 841 ms
+	// after it, no fault near).
+	confSyncedLead = 1500 * time.Millisecond
 	// confRedisSlack allows for Redis's whole-millisecond clock, comparing
 	// what Inspect read with a Deadline: the grant's clock is floored (up
 	// to 1ms lost), Inspect's PTTL may read a millisecond later than its
@@ -336,6 +343,9 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 		if h.mode == fairrw.Write {
 			w := history.WriteGrant{Owner: label, Lock: h.Name, Call: h.callStart, Return: h.granted, Token: h.token,
 				KeepsPlace: h.waits && (h.asked == 0 || h.asked >= time.Second) && quiet && !stopped}
+			if h.synced {
+				w.Lead = confSyncedLead
+			}
 			if !o.furtherWrite[h.Owner] {
 				w.EndsAfter = o.endsAfterLocked(h)
 			}
@@ -363,7 +373,7 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 			continue
 		}
 		for _, b := range writes {
-			if b.Lock == a.Lock && b.Call.Sub(a.Call) >= confOrderGap {
+			if b.Lock == a.Lock && b.Call.Sub(a.Call) >= max(confOrderGap, a.Lead) {
 				pairs++
 			}
 		}
