@@ -108,6 +108,8 @@ type options struct {
 	leases []int
 	// timeout, if > 0, replaces every scenario's time limit per run.
 	timeout time.Duration
+	// renewalLease is the lease of the renewal scenario's holds.
+	renewalLease time.Duration
 	// wide prints the wide tables.
 	wide bool
 }
@@ -268,6 +270,7 @@ func parseFlags(args []string, all []contender.Contender, stderr io.Writer) (*op
 	fs.StringVar(&opt.jsonPath, "json", "", "also write every result as JSON to this file")
 	fs.DurationVar(&opt.timeout, "timeout", 0, "time limit of each run (one scenario by one contender), past which the contender\n"+
 		"is reported as stalled and skipped; 0 for each scenario's own (20s + 3 windows for a closed loop)")
+	fs.DurationVar(&opt.renewalLease, "renewal-lease", time.Second, "lease of the renewal scenario's holds (fairrw renews every third of it)")
 	fs.BoolVar(&opt.wide, "wide", false, "print the wide tables (every percentile and cost column; over 120 columns)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -336,7 +339,7 @@ func runOne(ctx context.Context, r *redisEnv, s scenario, ct contender.Contender
 			fanouts = opt.leases
 		}
 		for _, n := range fanouts {
-			o, err := runRenewal(ctx, r, ct, fmt.Sprintf("%s:%d", name, n), n)
+			o, err := runRenewal(ctx, r, ct, fmt.Sprintf("%s:%d", name, n), n, opt.renewalLease)
 			if err != nil {
 				return result{}, fmt.Errorf("%d leases: %w", n, err)
 			}

@@ -12,10 +12,6 @@ import (
 	"github.com/fairrw/rwlock/internal/testkit/leasewatch"
 )
 
-// renewalLease is the lease of the renewal scenario: fairrw renews every
-// third of it, so rounds come every 333ms.
-const renewalLease = time.Second
-
 // renewalRounds is how many rounds a renewal run measures.
 const renewalRounds = 3
 
@@ -38,9 +34,11 @@ type renewalOutcome struct {
 	Lost int `json:"lost"`
 }
 
-// runRenewal holds n leases on distinct names under one client of ct and
-// measures the calls and time of renewalRounds rounds of its watchdog.
-func runRenewal(ctx context.Context, r *redisEnv, ct contender.Contender, name string, n int) (*renewalOutcome, error) {
+// runRenewal holds n leases of renewalLease (-renewal-lease: 1 s, so that
+// fairrw's rounds come every 333ms) on distinct names under one client of
+// ct and measures the calls and time of renewalRounds rounds of its
+// watchdog.
+func runRenewal(ctx context.Context, r *redisEnv, ct contender.Contender, name string, n int, renewalLease time.Duration) (*renewalOutcome, error) {
 	c, interval, err := ct.OpenLeased(r.option, renewalLease)
 	if err != nil {
 		return nil, err

@@ -158,7 +158,14 @@ func FExcludedWhileLive(t *testing.T, finding string, tg FTarget, c *fairrw.Clie
 	const margin = 150 * time.Millisecond
 	name := hidden.Name(live)
 	began := time.Now()
-	for i := 0; time.Until(live.Deadline()) > margin; i++ {
+	// The checks stop margin plus the longest turn so far before the
+	// Deadline, so that the caller's next step (the live Lease's Unlock)
+	// comes before it: on a loaded machine one turn (a read of the keys,
+	// a try, a 50 ms sleep) took longer than margin alone, and the Lease
+	// ran out under the Unlock that followed.
+	var turn time.Duration
+	for i := 0; time.Until(live.Deadline()) > margin+turn; i++ {
+		turnBegan := time.Now()
 		select {
 		case <-live.Done():
 			t.Fatalf("%s: the owner's live %s Lease of %q ended %v before its Deadline: %v",
@@ -181,6 +188,7 @@ func FExcludedWhileLive(t *testing.T, finding string, tg FTarget, c *fairrw.Clie
 			t.Fatalf("%s: another owner's try of the %s of %q: %v, want ErrNotAcquired", finding, mode, name, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+		turn = max(turn, time.Since(turnBegan))
 	}
 	if time.Since(began) < 100*time.Millisecond {
 		t.Fatalf("harness: the live Lease of %q had no time left to check (%v)", name, time.Until(live.Deadline()))
