@@ -75,7 +75,7 @@ type Client struct {
 	stopHalt context.CancelFunc
 
 	// conn is the first connection being made in the background, when New
-	// could not make it (nil: New connected; see connect.go).
+	// could not make it (nil: New connected; see client_connect.go).
 	conn *connector
 	addr string // the Redis addresses, for errors
 
