@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -57,41 +56,6 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	}
 	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
 	m.c.followUp(m, "give back", moot, try)
-}
-
-// followUp retries try in the background, with a growing pause, until it
-// reports done, until moot, or until the Client closes. Each try is given a
-// context bounded by the unlock timeout, which also ends when the Client
-// closes.
-func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
-	c.background.run(func(ctx context.Context) {
-		c.tel.background(1)
-		defer c.tel.background(-1)
-		name := c.tel.logName(m.keys.name)
-		// Left behind by an outage, it is one of many: the outage's own
-		// line says it all (fairrw.background.pending counts them).
-		warn, info := slog.LevelWarn, slog.LevelInfo
-		if c.tel.health.down.Load() {
-			warn, info = slog.LevelDebug, slog.LevelDebug
-		}
-		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
-		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
-		once := func() bool {
-			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
-			defer cancel()
-			return try(ctx)
-		}
-		for time.Now().Before(moot) {
-			if once() {
-				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
-				return
-			}
-			if backoff.wait(ctx, nil) != nil {
-				return
-			}
-		}
-		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
-	})
 }
 
 // bounded runs f and returns its result, or ctx's error as soon as ctx

@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -284,4 +285,45 @@ func (o *owner) extendKeep(t time.Time) {
 			return
 		}
 	}
+}
+
+// releaseAll releases every hold of o in Redis in one release that leaves
+// the owner nothing (an owner whose attempt had an outcome it never learned
+// is given up instead, as its last Unlock would). Redis no longer having a
+// hold is no failure: it is free already. It is bounded by ctx and by the
+// unlock timeout.
+func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
+	m := o.m
+	ctx, cancel := releaseBound(ctx, m.c.unlockTimeout)
+	defer cancel()
+	if err := o.lock(ctx); err != nil {
+		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
+	}
+	defer o.unlock()
+	o.unshared = true
+	res, err := m.releaseWithin(ctx, time.Time{}, o, mode, ownerState{}, o.unsure, false)
+	if err == nil && res == releaseNotHeld && mode == Write && o.read {
+		// The write may be gone while reads stay: an Unlock under way when
+		// Shutdown began released it, counting the owner's ended write
+		// leases as gone but reads that further holds took meanwhile as
+		// alive. A write's release refuses an owner that no longer holds
+		// the write, so its reads are released as reads.
+		_, err = m.releaseWithin(ctx, time.Time{}, o, Read, ownerState{}, o.unsure, false)
+	}
+	if err == nil {
+		m.c.held.released(o)
+	}
+	return err
+}
+
+// releaseBound bounds one of Shutdown's releases by d. When ctx has a
+// deadline the bound is a deadline, which rueidis honours on every path,
+// also in the handshake of a connection it makes again; without one, a
+// timer (see withTimer), so that the cancellation of ctx, or a Close,
+// stops a release under way at once.
+func releaseBound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, d)
+	}
+	return withTimer(ctx, d)
 }
