@@ -594,22 +594,6 @@ func (s *cohortSuccessor) queuedBy(err error) {
 	}
 }
 
-// passInline passes l's hold on (see pass) when its owner's lock is free
-// and the pass needs no wait for a read of who waits in Redis: with no
-// Redis call to make, Unlock does it on its caller's goroutine. Otherwise
-// the release goes its usual way, and passes there if it can.
-func (l *Lease) passInline() bool {
-	o := l.own
-	select {
-	case o.mu <- struct{}{}:
-	default:
-		return false
-	}
-	defer o.unlock()
-	now := time.Now()
-	return l.cohort.pass(context.Background(), time.Time{}, false, l, o.alive(l, now), now)
-}
-
 // pass hands the hold of l, being unlocked, to the next waiter, if one
 // waits and the run may go on (mayPass); it reports whether it did, l's
 // release then being done. others is what l's owner holds besides l: a
