@@ -27,37 +27,6 @@ const cleanupGrace = hidden.CleanupGrace
 // Redis answers again, what was left is done within it.
 const followUpMaxBackoff = 250 * time.Millisecond
 
-// giveBack gives up owner o after an acquire of mode (asking for lease)
-// that ends without a Lease: cancelled, closed, failed, or granted too late
-// to be used. One release with the abandon flag marks the owner given up
-// (no copy of its attempts takes anything from then on), releases whatever
-// hold it was granted meanwhile, and withdraws its queue entries; Redis
-// applies all of it at once, so whenever it runs, nothing of o stays. A
-// give-up is never refused as stale (see lua/common.lua): it only removes,
-// and o is never used again.
-//
-// It is tried for cleanupGrace, then in the background until Redis answers,
-// or until it is moot: a copy of o's attempts takes nothing after the
-// accept window, and what one took then lasts a lease at most.
-func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
-	rc := m.newRelease(o, mode, ownerState{}, true) // one request, however many tries
-	try := func(ctx context.Context) bool {
-		_, err := m.send(ctx, time.Time{}, rc, false)
-		if err == nil {
-			m.c.held.released(o)
-		}
-		return err == nil || definite(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
-	done := try(ctx)
-	cancel()
-	if done {
-		return
-	}
-	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
-	m.c.followUp(m, "give back", moot, try)
-}
-
 // bounded runs f and returns its result, or ctx's error as soon as ctx
 // ends, whichever comes first: rueidis can hold a command past its
 // context (a second caller waits for a connection being made again, with

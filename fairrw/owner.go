@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // An owner is one lock owner in Redis, "<client uuid>:<n>" (Redisson's
@@ -105,14 +103,6 @@ func (o *owner) lost(mode Mode) *atomic.Bool {
 		return &o.lostRead
 	}
 	return &o.lostWrite
-}
-
-// newOwner draws a new owner id from the Client's counter, keeping
-// Redisson's "<uuid>:<long>" form.
-func (m *RWMutex) newOwner() *owner {
-	o := &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
-	o.leases = o.first[:0]
-	return o
 }
 
 // lock takes the owner's lock, or returns ctx's error.
