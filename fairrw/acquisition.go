@@ -102,39 +102,6 @@ var errNoAnswer = tag("no answer from Redis", errRedisTimeout)
 // TryLock and TryRLock return ErrNotAcquired.
 var errOutlasted = fmt.Errorf("%w: the grant was answered after its lease ran out", ErrNotAcquired)
 
-// acquire takes a first hold of mode for a new owner (see acquisition).
-func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, stats *acquireStats) (*Lease, error) {
-	cfg, err := m.prepare(mode, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.c.enter(); err != nil {
-		return nil, closedError(m.keys.name)
-	}
-	defer m.c.leave()
-	if err := m.c.await(ctx, m.keys.name); err != nil {
-		return nil, err
-	}
-	if co := m.cohortFor(mode, wait, cfg); co != nil {
-		return m.lockInCohort(ctx, co, cfg, stats)
-	}
-	var rd *cohortReader
-	if mode == Read {
-		// A PhaseFair read waits through no run of its Client's cohort.
-		rd = m.readerEnters(wait)
-		defer rd.leave()
-	}
-	if m.sharesReads(mode, cfg) {
-		return m.acquireShared(ctx, cfg, wait, stats, rd)
-	}
-	a := &acquisition{m: m, mode: mode, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
-	l, err := a.run(ctx)
-	// Counted here, not through the pointer as they are made: kept by the
-	// acquisition, it would move the caller's trace to the heap.
-	stats.of(a)
-	return l, err
-}
-
 // run carries the acquisition to its outcome.
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	m := a.m

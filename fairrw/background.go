@@ -2,7 +2,6 @@ package fairrw
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -27,72 +26,6 @@ const cleanupGrace = hidden.CleanupGrace
 // followUpMaxBackoff bounds the pause between two background tries: once
 // Redis answers again, what was left is done within it.
 const followUpMaxBackoff = 250 * time.Millisecond
-
-// giveBack gives up owner o after an acquire of mode (asking for lease)
-// that ends without a Lease: cancelled, closed, failed, or granted too late
-// to be used. One release with the abandon flag marks the owner given up
-// (no copy of its attempts takes anything from then on), releases whatever
-// hold it was granted meanwhile, and withdraws its queue entries; Redis
-// applies all of it at once, so whenever it runs, nothing of o stays. A
-// give-up is never refused as stale (see lua/common.lua): it only removes,
-// and o is never used again.
-//
-// It is tried for cleanupGrace, then in the background until Redis answers,
-// or until it is moot: a copy of o's attempts takes nothing after the
-// accept window, and what one took then lasts a lease at most.
-func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
-	rc := m.newRelease(o, mode, ownerState{}, true) // one request, however many tries
-	try := func(ctx context.Context) bool {
-		_, err := m.send(ctx, time.Time{}, rc, false)
-		if err == nil {
-			m.c.held.released(o)
-		}
-		return err == nil || definite(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
-	done := try(ctx)
-	cancel()
-	if done {
-		return
-	}
-	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
-	m.c.followUp(m, "give back", moot, try)
-}
-
-// followUp retries try in the background, with a growing pause, until it
-// reports done, until moot, or until the Client closes. Each try is given a
-// context bounded by the unlock timeout, which also ends when the Client
-// closes.
-func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
-	c.background.run(func(ctx context.Context) {
-		c.tel.background(1)
-		defer c.tel.background(-1)
-		name := c.tel.logName(m.keys.name)
-		// Left behind by an outage, it is one of many: the outage's own
-		// line says it all (fairrw.background.pending counts them).
-		warn, info := slog.LevelWarn, slog.LevelInfo
-		if c.tel.health.down.Load() {
-			warn, info = slog.LevelDebug, slog.LevelDebug
-		}
-		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
-		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
-		once := func() bool {
-			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
-			defer cancel()
-			return try(ctx)
-		}
-		for time.Now().Before(moot) {
-			if once() {
-				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
-				return
-			}
-			if backoff.wait(ctx, nil) != nil {
-				return
-			}
-		}
-		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
-	})
-}
 
 // bounded runs f and returns its result, or ctx's error as soon as ctx
 // ends, whichever comes first: rueidis can hold a command past its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // A Client hands out locks on one Redis deployment and renews their leases.
@@ -70,12 +72,12 @@ type Client struct {
 	finished    chan struct{}
 	// halt ends when a Shutdown is cut short (its ctx ended, or Close was
 	// called): the releases and attempts still under way give up at once,
-	// so that Shutdown returns within its ctx (see shutdown.go).
+	// so that Shutdown returns within its ctx (see Client.Shutdown).
 	halt     context.Context
 	stopHalt context.CancelFunc
 
 	// conn is the first connection being made in the background, when New
-	// could not make it (nil: New connected; see connect.go).
+	// could not make it (nil: New connected; see client_connect.go).
 	conn *connector
 	addr string // the Redis addresses, for errors
 
@@ -244,6 +246,12 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	return c.handle(c.policy, c.tel, name)
 }
 
+// Mutex returns a handle on the mutex name; every acquire on it is a new
+// owner. An invalid name fails the handle's first call (ErrInvalidName).
+func (c *Client) Mutex(name string) *Mutex {
+	return &Mutex{rw: c.handle(mutexPolicy{}, c.mutexTel, name)}
+}
+
 // handle returns a handle on lock name, on the wire as policy says.
 func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex {
 	keys, err := policy.keys(name)
@@ -251,6 +259,68 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 		err = c.inNamespace(name)
 	}
 	return &RWMutex{c: c, policy: policy, tel: tel, keys: keys, err: err}
+}
+
+// inNamespace checks that name lies in the Client's namespace, if any.
+func (c *Client) inNamespace(name string) error {
+	if c.namespace == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(name, c.namespace+":"); !ok || rest == "" {
+		return fmt.Errorf("%w: %q is outside the Client's namespace: want %q followed by a name", ErrInvalidName, name, c.namespace+":")
+	}
+	return nil
+}
+
+// Inspect reports who holds the lock name, for how long, who waits, and its
+// fencing token, under any policy or as a Mutex; expired entries are left out.
+// It returns by ctx's deadline, changes nothing in Redis and takes no lock, so
+// its answer may be stale once returned. An invalid name returns
+// ErrInvalidName; a key of another type at one of the lock's names, an error
+// wrapping ErrPolicyMismatch.
+func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
+	if err := validateInspectName(name); err != nil {
+		return nil, err
+	}
+	if err := c.inNamespace(name); err != nil {
+		return nil, err
+	}
+	if err := c.enter(); err != nil {
+		return nil, closedError(name)
+	}
+	defer c.leave()
+	if err := c.await(ctx, name); err != nil {
+		return nil, err
+	}
+	return c.inspect(ctx, name)
+}
+
+// inspect is Inspect of a valid name, within a call of the Client.
+func (c *Client) inspect(ctx context.Context, name string) (*LockInfo, error) {
+	fair := wire.Fair(name)
+	var leaseKeys []string
+	// A Redisson read's lease keys are named in the hash: the first call
+	// learns them, a second reads them with it, a third covers holds taken
+	// between the two; after that (holds keep changing) reads whose lease
+	// keys were not read show the hash's time to live.
+	for attempt := 1; ; attempt++ {
+		req := wire.Inspect{Name: name, Keys: fair, LeaseKeys: leaseKeys}
+		keys, args := req.Render()
+		raw, err := boundedAs(c, ctx, "fairrw.inspect", func(ctx context.Context) (*inspectRaw, error) {
+			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, keys, args))
+		})
+		if errors.Is(err, ErrPermission) {
+			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, reason(err)), err)
+		}
+		if err != nil {
+			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, unavailableReason(c.address(), err)), andEnded(ctx, err)...)
+		}
+		want := raw.leaseKeys(name)
+		if attempt == 3 || !missing(want, leaseKeys) {
+			return raw.describe(name, leaseKeys)
+		}
+		leaseKeys = want
+	}
 }
 
 // Close stops the Client at once, as a crash would, and sends nothing.
@@ -330,6 +400,168 @@ func (c *Client) finishClose(ctx context.Context) {
 	}
 }
 
+// Shutdown closes the Client gracefully, as a service stopping on purpose
+// should. It fails later calls and waiting acquires with ErrClosed, giving
+// back a grant that lands meanwhile. It ends every lease still held (Err wraps
+// ErrLeaseLost and ErrClosed), then releases their holds in Redis, so that
+// waiters everywhere are woken at once. It waits for work left to the
+// background, then closes the Client as Close does.
+//
+// Shutdown returns by ctx's deadline, or soon after its cancellation, whatever
+// Redis does; then the error wraps ctx.Err(), and what is not released expires
+// with its lease. It returns nil when every hold was released or found gone.
+// A concurrent call waits for the first; after Close it returns ErrClosed.
+// When Shutdown returns, the Client is closed.
+func (c *Client) Shutdown(ctx context.Context) error {
+	if !c.beginClose(true) {
+		select {
+		case <-c.finished:
+		case <-ctx.Done():
+			return fmt.Errorf("fairrw: shutdown: %w", ctx.Err())
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.graceful {
+			return ErrClosed
+		}
+		return c.shutdownErr
+	}
+	defer context.AfterFunc(ctx, c.stopHalt)()
+	sum := shutdownSummary{start: time.Now()}
+	tctx, span := c.tel.startShutdown(ctx)
+	err := c.releaseAll(tctx, &sum)
+	c.mu.Lock()
+	c.shutdownErr = err
+	c.mu.Unlock()
+	c.finishClose(ctx)
+	c.tel.endShutdown(tctx, span, sum, err)
+	return err
+}
+
+// errShutdownLease is the error of the leases that Shutdown ended.
+var errShutdownLease = tag("fairrw: lease lost: the Client shut down and released it", ErrLeaseLost, ErrClosed)
+
+// releaseAll ends every lease still held, lets the calls under way finish
+// (they may take further holds, or give back grants that landed late),
+// ends the leases they left, and releases every owner's holds, telling
+// sum what it did. Closing has begun, so no call starts any more.
+func (c *Client) releaseAll(ctx context.Context, sum *shutdownSummary) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(c.halt, cancel)()
+	owners := c.endLeases(make(map[*owner]Mode), sum)
+	if c.drain(rctx) != nil {
+		sum.owners, sum.left = len(owners), len(owners)
+		return fmt.Errorf("fairrw: shutdown: calls under way not waited for, %d lock owners not released, left to expire: %w", len(owners), c.stopCause(ctx))
+	}
+	owners = c.endLeases(owners, sum)
+	// And the owners whose holds Redis may keep although none of their
+	// Leases is alive (see heldOwners).
+	c.held.addTo(owners, time.Now())
+	var failed, total int
+	var err error
+	if len(owners) > 0 {
+		failed, total, err = c.releaseOwners(rctx, owners)
+	}
+	sum.owners, sum.left = total, failed
+	// Give-backs and releases that calls left to the background (their
+	// callers have gone) are done before the Client closes, within ctx.
+	if c.background.wait(rctx) != nil {
+		return fmt.Errorf("fairrw: shutdown: background give-backs or releases not confirmed, left to expire: %w", c.stopCause(ctx))
+	}
+	if failed == 0 {
+		return nil // nothing left: whatever ctx says
+	}
+	if why := c.stopCause(ctx); why != nil {
+		err = errors.Join(why, err)
+	}
+	return fmt.Errorf("fairrw: shutdown: %d of %d lock owners not released, left to expire: %w", failed, total, err)
+}
+
+// stopCause says why a Shutdown stopped before its releases were done:
+// its ctx ended, or Close cut it short (nil: neither).
+func (c *Client) stopCause(ctx context.Context) error {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case c.halt.Err() != nil:
+		return errCutShort
+	default:
+		return nil
+	}
+}
+
+// errCutShort is why a Shutdown stopped releasing when Close was called.
+var errCutShort = tag("Close cut the Shutdown short", ErrClosed) // always wrapped: "fairrw: shutdown: ..."
+
+// endLeases ends every lease still held (not one an Unlock is releasing)
+// and adds its owner to owners, with the mode its release must name: the
+// write if the owner holds it (its release then frees its reads too), else
+// a read. sum counts the leases.
+func (c *Client) endLeases(owners map[*owner]Mode, sum *shutdownSummary) map[*owner]Mode {
+	for _, l := range c.renewer.all() {
+		if !l.lose(tag(fmt.Sprintf("fairrw: lease lost: %q: the Client shut down and released it", l.lockName()), errShutdownLease), lossShutdown) {
+			continue
+		}
+		sum.leases++
+		if mode, ok := owners[l.own]; !ok || mode == Read {
+			owners[l.own] = l.mode
+		}
+	}
+	return owners
+}
+
+// drain waits for the calls under way to end, or for ctx to. Waiters were
+// woken by closing; attempts and releases end within the unlock timeout,
+// or at once when ctx ends (halt).
+func (c *Client) drain(ctx context.Context) error {
+	if c.inflight.Load() == 0 {
+		return nil // closing began, so no call enters any more
+	}
+	drained := make(chan struct{})
+	go func() {
+		c.ops.Wait() // Close waits again, so this goroutine ends with it
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shutdownParallel bounds the releases in flight at once. rueidis pipelines
+// concurrent commands on one connection, so this many releases cost about
+// one round trip, and 10,000 holds do not start 10,000 goroutines.
+const shutdownParallel = 64
+
+// releaseOwners releases every hold of each owner, concurrently, and
+// returns how many owners' releases did not get a definite answer, of
+// how many, and the first such failure.
+func (c *Client) releaseOwners(ctx context.Context, owners map[*owner]Mode) (failed, total int, first error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	slots := make(chan struct{}, shutdownParallel)
+	for o, mode := range owners {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := o.releaseAll(ctx, mode); err != nil {
+				mu.Lock()
+				failed++
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed, len(owners), first
+}
+
 // installed returns what install keeps of rdb: rdb as WithRedisWrapper
 // wraps it (a wrapper that returns nil is ignored, and logged: a Client
 // without Redis would serve nothing). The spans of Redis calls learn
@@ -405,6 +637,41 @@ func (c *Client) isClosing() bool {
 	}
 }
 
+// followUp retries try in the background, with a growing pause, until it
+// reports done, until moot, or until the Client closes. Each try is given a
+// context bounded by the unlock timeout, which also ends when the Client
+// closes.
+func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
+	c.background.run(func(ctx context.Context) {
+		c.tel.background(1)
+		defer c.tel.background(-1)
+		name := c.tel.logName(m.keys.name)
+		// Left behind by an outage, it is one of many: the outage's own
+		// line says it all (fairrw.background.pending counts them).
+		warn, info := slog.LevelWarn, slog.LevelInfo
+		if c.tel.health.down.Load() {
+			warn, info = slog.LevelDebug, slog.LevelDebug
+		}
+		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
+		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
+		once := func() bool {
+			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+			defer cancel()
+			return try(ctx)
+		}
+		for time.Now().Before(moot) {
+			if once() {
+				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
+				return
+			}
+			if backoff.wait(ctx, nil) != nil {
+				return
+			}
+		}
+		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
+	})
+}
+
 // definite reports whether err is an answer from Redis (the script ran, or
 // was refused, as a whole) rather than a failure whose outcome is unknown
 // or a refusal that passes (see transient), both of which are retried.
@@ -426,3 +693,31 @@ func unsent(err error) bool {
 
 // errClosedLease is the error of the leases still held when Close runs.
 var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)
+
+// How long a command may take to reach Redis, all told.
+//
+// A command whose reply is lost is retried, and any copy of it may still
+// reach Redis much later: Redis was paused, a connection stalled in the
+// kernel's buffers. No latch in Redis can outlive every such delay, so the
+// scripts use time instead (lua/common.lua): a copy that reaches Redis more
+// than acceptWindow after it was first sent takes nothing and changes
+// nothing. The client retries one command for retryWindow only, and a give-up
+// marker lives for giveUpWindow, so that a late copy meets either the marker
+// or the window. (A give-up itself is never refused as late: it only
+// removes, and is right whenever it runs.) What that assumes: the client's and Redis's wall
+// clocks differ by less than the unlock timeout (the margin between the
+// windows). A Redis clock that runs ahead by more makes acquires fail with
+// ErrClockSkew rather than break exclusion.
+//
+// All three derive from the unlock timeout, the time an Unlock already
+// waits for Redis: 5s, 10s and 15s with the defaults.
+
+// retryWindow is how long the client sends copies of one command.
+func (c *Client) retryWindow() time.Duration { return c.unlockTimeout }
+
+// acceptWindow is how long after its first send Redis still accepts a copy.
+func (c *Client) acceptWindow() time.Duration { return 2 * c.unlockTimeout }
+
+// giveUpWindow is how long a give-up marker lives: past the accept window
+// by the clock margin.
+func (c *Client) giveUpWindow() time.Duration { return 3 * c.unlockTimeout }

@@ -262,19 +262,6 @@ type cohortReader struct {
 	settled atomic.Bool
 }
 
-// readerEnters counts a PhaseFair RLock of this Client in, for as long as
-// it is under way (until leave). It returns nil (whose methods do nothing)
-// when cohorts are off, for a TryRLock, or under another policy.
-func (m *RWMutex) readerEnters(wait bool) *cohortReader {
-	if !wait || !m.c.cohorting || !m.policy.queued() || m.policy.name() != phaseFairName {
-		return nil
-	}
-	co := m.c.cohorts.join(&m.keys, true)
-	co.readers.Add(1)
-	co.unsettled.Add(1)
-	return &cohortReader{co: co}
-}
-
 // settle records that the read's first attempt was answered, or that its
 // Client's read leader's stands for it.
 func (rd *cohortReader) settle() {
@@ -317,118 +304,6 @@ func (co *cohort) awaitReaders(ctx context.Context, deadline time.Time) {
 			return
 		}
 	}
-}
-
-// cohortFor returns the cohort a Lock with cfg joins, or nil when it goes
-// to Redis on its own.
-func (m *RWMutex) cohortFor(mode Mode, wait bool, cfg acquireConfig) *cohort {
-	c := m.c
-	if !c.cohorting || mode != Write || !wait || !m.policy.queued() || cfg.explicit || cfg.notify || cfg.unreachableFails || c.syncReplicas > 0 {
-		return nil
-	}
-	return c.cohorts.join(&m.keys, m.policy.name() == phaseFairName)
-}
-
-// lockInCohort is Lock in co: it leads, or waits for its turn.
-func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats) (*Lease, error) {
-	defer co.reg.done(co)
-	co.mu.Lock()
-	if co.state == cohortIdle {
-		co.state = cohortLeading
-		co.mu.Unlock()
-		return m.leadQueued(ctx, co, cfg, attempts, false, cohortTurn{})
-	}
-	w := &cohortWaiter{ctx: ctx, cfg: cfg, turn: make(chan cohortTurn, 1)}
-	co.waiters = append(co.waiters, w)
-	co.mu.Unlock()
-
-	attempts.waited = true
-	m.tel.waiting(Write, 1)
-	var err error
-	select {
-	case turn := <-w.turn:
-		m.tel.waiting(Write, -1)
-		if turn.lease != nil {
-			return turn.lease, nil
-		}
-		return m.leadQueued(ctx, co, cfg, attempts, true, turn)
-	case <-ctx.Done():
-		err = m.waitError(ctx.Err())
-	case <-m.c.closing:
-		err = closedError(m.keys.name)
-	}
-	m.tel.waiting(Write, -1)
-	if co.withdraw(w) {
-		return nil, err
-	}
-	// Its turn came as it left: pass it on.
-	co.decline(<-w.turn)
-	return nil, err
-}
-
-// leadQueued acquires in Redis for the cohort, and makes the Lease it gets
-// the cohort's hold. Given the lead by turn, it either waits as the
-// successor the last hold's release queued (turn.successor), or acquires
-// as a new owner; then turn.queued, when set, is closed once its first
-// attempt has reached Redis (or failed): the hold of the run before it
-// waits for that before it is released there (prequeue).
-func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig, attempts *acquireStats, waited bool, turn cohortTurn) (*Lease, error) {
-	cfg.cohort = co
-	var l *Lease
-	var err error
-	if s := turn.successor; s != nil {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort,
-			reserve: wire.TokenReserve}
-		l, err = a.runQueued(ctx, turn.released)
-		attempts.of(a)
-	} else {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued, reserve: co.reserve()}
-		if waited {
-			// Granted at its first attempt, it still waited: for its
-			// cohort's hold to go back to Redis.
-			a.firstWoken = wakeCohort
-		}
-		l, err = a.run(ctx)
-		attempts.of(a)
-		a.signalQueued()
-	}
-	co.mu.Lock()
-	if err != nil {
-		if co.state == cohortHolding {
-			co.queuing = false // the run's hold still holds: its end advances
-		} else {
-			co.advance()
-		}
-		co.mu.Unlock()
-		return nil, err
-	}
-	if co.state != cohortHolding {
-		co.reg.mu.Lock() // co.mu, then reg.mu: nothing takes them the other way
-		co.refs++        // the hold's, before anything can end it (ended)
-		co.reg.mu.Unlock()
-	} // else the run before it, granted away in Redis, has not ended here yet: its reference is this hold's now
-	co.queuing = false
-	co.state, co.lease = cohortHolding, l
-	// The tokens its grant reserved (none above its own if it asked for
-	// none: no pass before the next grant in Redis).
-	co.next, co.top, co.passes, co.yielded = l.token+1, l.token+uint64(max(l.own.reserve, 1))-1, 0, 0
-	if co.next <= co.top && len(co.waiters) > 0 && !co.knowsWaiters() {
-		// The grant changed the queue: learn who waits behind it while
-		// the leader holds, before its Unlock asks whether to pass; after
-		// runs that someone outside waited for, only every othersRecheck
-		// grants (the runs end at cohortYield passes anyway). A leader
-		// with no tokens to pass, or none to pass to, asks nothing: an
-		// uncontended Lock costs no read.
-		if co.blindRuns++; !co.others || co.blindRuns >= othersRecheck {
-			co.blindRuns = 0
-			co.refresh(m)
-		}
-	}
-	co.mu.Unlock()
-	if _, live := l.left(time.Now()); !live {
-		co.ended(l) // it ended before it was the cohort's: the hook missed it
-	}
-	return l, nil
 }
 
 // reserve is how many fencing tokens the cohort's leader asks its grant to
@@ -592,22 +467,6 @@ func (s *cohortSuccessor) queuedBy(err error) {
 	if s != nil {
 		s.w.turn <- cohortTurn{successor: s, released: err}
 	}
-}
-
-// passInline passes l's hold on (see pass) when its owner's lock is free
-// and the pass needs no wait for a read of who waits in Redis: with no
-// Redis call to make, Unlock does it on its caller's goroutine. Otherwise
-// the release goes its usual way, and passes there if it can.
-func (l *Lease) passInline() bool {
-	o := l.own
-	select {
-	case o.mu <- struct{}{}:
-	default:
-		return false
-	}
-	defer o.unlock()
-	now := time.Now()
-	return l.cohort.pass(context.Background(), time.Time{}, false, l, o.alive(l, now), now)
 }
 
 // pass hands the hold of l, being unlocked, to the next waiter, if one
@@ -800,36 +659,4 @@ func awaitRead(ctx context.Context, deadline time.Time, reading <-chan struct{})
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// waitersIn reads how many writers are queued for the lock in Redis and,
-// with pf, how many PhaseFair readers wait, arming client tracking on both
-// keys: their next change pushes an invalidation (cohorts.invalidated). A
-// refusal by Redis (an ACL) makes the Client's cohorts blind.
-func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int64, err error) {
-	c := m.c
-	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
-	defer cancel()
-	type counts struct{ writers, readers int64 }
-	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
-		b := c.rdb.B()
-		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime)}
-		if pf {
-			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.leaseTime))
-		}
-		res := c.rdb.DoMultiCache(ctx, cmds...)
-		var n counts
-		var err error
-		if n.writers, err = res[0].AsInt64(); err != nil {
-			return n, err
-		}
-		if pf {
-			n.readers, err = res[1].AsInt64()
-		}
-		return n, err
-	})
-	if _, refused := rueidis.IsRedisErr(err); refused {
-		c.cohorts.blind.Store(true)
-	}
-	return n.writers, n.readers, err
 }

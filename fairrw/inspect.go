@@ -1,9 +1,6 @@
 package fairrw
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fairrw/rwlock/internal/compat"
@@ -77,57 +74,6 @@ type WaiterInfo struct {
 // inspectScript reads a lock under every format at once (lua/inspect.lua).
 // It writes nothing, so it is safe to retry.
 var inspectScript = script.New("inspect", true)
-
-// Inspect reports who holds the lock name, for how long, who waits, and its
-// fencing token, under any policy or as a Mutex; expired entries are left out.
-// It returns by ctx's deadline, changes nothing in Redis and takes no lock, so
-// its answer may be stale once returned. An invalid name returns
-// ErrInvalidName; a key of another type at one of the lock's names, an error
-// wrapping ErrPolicyMismatch.
-func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
-	if err := validateInspectName(name); err != nil {
-		return nil, err
-	}
-	if err := c.inNamespace(name); err != nil {
-		return nil, err
-	}
-	if err := c.enter(); err != nil {
-		return nil, closedError(name)
-	}
-	defer c.leave()
-	if err := c.await(ctx, name); err != nil {
-		return nil, err
-	}
-	return c.inspect(ctx, name)
-}
-
-// inspect is Inspect of a valid name, within a call of the Client.
-func (c *Client) inspect(ctx context.Context, name string) (*LockInfo, error) {
-	fair := wire.Fair(name)
-	var leaseKeys []string
-	// A Redisson read's lease keys are named in the hash: the first call
-	// learns them, a second reads them with it, a third covers holds taken
-	// between the two; after that (holds keep changing) reads whose lease
-	// keys were not read show the hash's time to live.
-	for attempt := 1; ; attempt++ {
-		req := wire.Inspect{Name: name, Keys: fair, LeaseKeys: leaseKeys}
-		keys, args := req.Render()
-		raw, err := boundedAs(c, ctx, "fairrw.inspect", func(ctx context.Context) (*inspectRaw, error) {
-			return parseInspect(inspectScript.ExecReadOnly(ctx, c.rdb, keys, args))
-		})
-		if errors.Is(err, ErrPermission) {
-			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, reason(err)), err)
-		}
-		if err != nil {
-			return nil, tag(fmt.Sprintf("fairrw: inspect %q: %s", name, unavailableReason(c.address(), err)), andEnded(ctx, err)...)
-		}
-		want := raw.leaseKeys(name)
-		if attempt == 3 || !missing(want, leaseKeys) {
-			return raw.describe(name, leaseKeys)
-		}
-		leaseKeys = want
-	}
-}
 
 // validateInspectName checks name as every policy does, for every key
 // Inspect reads: they must share the name's slot.

@@ -247,6 +247,61 @@ func (l *Lease) unlockAs(ctx context.Context, unreachableFails bool) error {
 	return err
 }
 
+// leaveShare reports whether l, a Lease on a shared read hold being
+// unlocked, may end with no Redis call: another Lease of its owner still
+// holds a read and none a write, and what they hold covers what Redis
+// keeps for l, so that Redis keeps the hold no longer than the Leases
+// left. Redis keeps one deadline for the owner's reads, the latest it was
+// given; a watchdog Lease's is moved by every renewal of the hold, so a
+// watchdog Lease left covers l if l is one too (they are renewed as one);
+// otherwise a Lease left must have at least l's time left. When they do
+// not (a further read WithLease outlived by l), the Unlock releases in
+// Redis, which sets the hold's deadline to theirs, as any release does.
+// If so, it ends l at once, under the owner's lock: another Lease's Unlock
+// must not count l as still holding, or neither would release the hold in
+// Redis. Call it with the owner's lock held; others is what the owner
+// holds besides l, as of now.
+func (l *Lease) leaveShare(others ownerState, now time.Time) bool {
+	if l.mode != Read || others.writes != 0 || len(others.reads) == 0 || l.own.unshared {
+		return false
+	}
+	if left, _ := l.left(now); !(l.watchdog && others.renewedReads > 0) && others.reads[0] < left {
+		return false
+	}
+	l.end(nil, lossNone)
+	return true
+}
+
+// leaveShareInline is leaveShare on Unlock's goroutine, when the owner's
+// lock is free.
+func (l *Lease) leaveShareInline() bool {
+	o := l.own
+	select {
+	case o.mu <- struct{}{}:
+	default:
+		return false
+	}
+	defer o.unlock()
+	now := time.Now()
+	return l.leaveShare(o.alive(l, now), now)
+}
+
+// passInline passes l's hold on (see pass) when its owner's lock is free
+// and the pass needs no wait for a read of who waits in Redis: with no
+// Redis call to make, Unlock does it on its caller's goroutine. Otherwise
+// the release goes its usual way, and passes there if it can.
+func (l *Lease) passInline() bool {
+	o := l.own
+	select {
+	case o.mu <- struct{}{}:
+	default:
+		return false
+	}
+	defer o.unlock()
+	now := time.Now()
+	return l.cohort.pass(context.Background(), time.Time{}, false, l, o.alive(l, now), now)
+}
+
 // release runs the unlock on a goroutine of the Client's and waits for it,
 // or for ctx to end: the caller then gets ctx's error, the lease ends
 // (Done closes), and the release goes on in the background.
@@ -429,6 +484,18 @@ func (l *Lease) lose(err error, cause lossCause) bool {
 	return l.finish(err, cause, true)
 }
 
+// loseIfGone ends l, just made on its owner's hold without Redis (a share,
+// a cohort pass), if a renewal found that hold gone meanwhile: the round
+// that set the flag may have looked for the owner's leases before l was
+// among them. It reports whether it did.
+func (l *Lease) loseIfGone() bool {
+	if !l.own.lost(l.mode).Load() {
+		return false
+	}
+	l.lose(fmt.Errorf("%w: %q: a renewal found the hold gone", ErrLeaseLost, l.lockName()), lossGone)
+	return true
+}
+
 // finish closes the lease once; with heldOnly, only while no Unlock is
 // under way.
 func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
@@ -538,6 +605,81 @@ func (l *Lease) Owner() string {
 		return ""
 	}
 	return l.own.id
+}
+
+// RLock takes a further read hold for the owner of l, without waiting: a
+// reentrant read, or from the write a downgrade, with no writer in between.
+// The new Lease is unlocked on its own. It returns an error wrapping
+// ErrNotHeld when l has ended or its hold is gone, and ErrInvalidOption on a
+// Mutex's Lease or a quorum lease.
+func (l *Lease) RLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return l.tracedFurther(ctx, "fairrw.Lease.RLock", Read, opts)
+}
+
+// Lock takes a further write hold for the owner of l, without waiting. The
+// new Lease is unlocked on its own and keeps l's fencing token. From a read it
+// returns an error wrapping ErrNotAcquired, since a read is never upgraded to
+// the write (unlock the read, then Lock the handle); when l has ended or
+// its hold is gone, an error wrapping ErrNotHeld; on a quorum lease, one
+// wrapping ErrInvalidOption.
+func (l *Lease) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return l.tracedFurther(ctx, "fairrw.Lease.Lock", Write, opts)
+}
+
+func (l *Lease) tracedFurther(ctx context.Context, op string, mode Mode, opts []AcquireOption) (*Lease, error) {
+	if l.q != nil {
+		return nil, fmt.Errorf("%w: %q: a quorum lease takes no further holds", ErrInvalidOption, l.q.lockName())
+	}
+	ctx, tr := l.m.tel.startAcquire(ctx, op, l.lockName(), mode)
+	tr.stats.attempts++
+	nl, err := l.further(ctx, mode, opts)
+	tr.end(nl, err)
+	return nl, err
+}
+
+// further takes a further hold of mode for l's owner, under the owner's
+// lock: Redis sets the owner's count of mode to the holds alive plus this
+// one, so a retry never counts twice and a hold that ended is not counted.
+func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*Lease, error) {
+	m := l.m
+	if mode == Write && l.mode == Read {
+		return nil, tag(fmt.Sprintf("fairrw: %q: a read is never upgraded to the write (unlock the read, then Lock the handle)", l.lockName()), errUpgrade, ErrNotAcquired)
+	}
+	if mode == Read && m.policy.name() == mutexPolicyName {
+		return nil, fmt.Errorf("%w: a mutex has no read mode", ErrInvalidOption)
+	}
+	cfg, err := m.prepare(mode, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.c.enter(); err != nil {
+		return nil, closedError(m.keys.name)
+	}
+	defer m.c.leave()
+	o := l.own
+	if err := o.lock(ctx); err != nil {
+		return nil, fmt.Errorf("fairrw: further hold on %q: waiting for another change of its owner: %w", l.lockName(), err)
+	}
+	defer o.unlock()
+	now := time.Now()
+	if _, live := l.left(now); !live {
+		return nil, endedBefore(l.lockName(), l.Err())
+	}
+	a := &acquisition{m: m, mode: mode, cfg: cfg, o: o}
+	got, err := a.attempt(ctx, o.count(mode, now)+1, false, false)
+	if err != nil {
+		return nil, err
+	}
+	if !got.reply.granted {
+		return nil, fmt.Errorf("%w: %q: a further hold was refused", ErrNotAcquired, l.lockName())
+	}
+	if mode == Write || l.mode == Write {
+		// A further write keeps l's token; so does a read under l's write
+		// (Redis knows the token of the write it granted, not the one a
+		// cohort passed on: see cohort.go).
+		got.reply.token = l.token
+	}
+	return newLease(ctx, o, mode, cfg, got), nil
 }
 
 // later returns the later of a and b.

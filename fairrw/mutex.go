@@ -11,12 +11,6 @@ type Mutex struct {
 	rw *RWMutex
 }
 
-// Mutex returns a handle on the mutex name; every acquire on it is a new
-// owner. An invalid name fails the handle's first call (ErrInvalidName).
-func (c *Client) Mutex(name string) *Mutex {
-	return &Mutex{rw: c.handle(mutexPolicy{}, c.mutexTel, name)}
-}
-
 // lockName returns the lock name.
 func (m *Mutex) lockName() string { return m.rw.lockName() }
 

@@ -50,14 +50,3 @@ func validateNamespace(ns string) error {
 	}
 	return nil
 }
-
-// inNamespace checks that name lies in the Client's namespace, if any.
-func (c *Client) inNamespace(name string) error {
-	if c.namespace == "" {
-		return nil
-	}
-	if rest, ok := strings.CutPrefix(name, c.namespace+":"); !ok || rest == "" {
-		return fmt.Errorf("%w: %q is outside the Client's namespace: want %q followed by a name", ErrInvalidName, name, c.namespace+":")
-	}
-	return nil
-}

@@ -2,12 +2,11 @@ package fairrw
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // An owner is one lock owner in Redis, "<client uuid>:<n>" (Redisson's
@@ -104,14 +103,6 @@ func (o *owner) lost(mode Mode) *atomic.Bool {
 		return &o.lostRead
 	}
 	return &o.lostWrite
-}
-
-// newOwner draws a new owner id from the Client's counter, keeping
-// Redisson's "<uuid>:<long>" form.
-func (m *RWMutex) newOwner() *owner {
-	o := &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
-	o.leases = o.first[:0]
-	return o
 }
 
 // lock takes the owner's lock, or returns ctx's error.
@@ -284,4 +275,45 @@ func (o *owner) extendKeep(t time.Time) {
 			return
 		}
 	}
+}
+
+// releaseAll releases every hold of o in Redis in one release that leaves
+// the owner nothing (an owner whose attempt had an outcome it never learned
+// is given up instead, as its last Unlock would). Redis no longer having a
+// hold is no failure: it is free already. It is bounded by ctx and by the
+// unlock timeout.
+func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
+	m := o.m
+	ctx, cancel := releaseBound(ctx, m.c.unlockTimeout)
+	defer cancel()
+	if err := o.lock(ctx); err != nil {
+		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
+	}
+	defer o.unlock()
+	o.unshared = true
+	res, err := m.releaseWithin(ctx, time.Time{}, o, mode, ownerState{}, o.unsure, false)
+	if err == nil && res == releaseNotHeld && mode == Write && o.read {
+		// The write may be gone while reads stay: an Unlock under way when
+		// Shutdown began released it, counting the owner's ended write
+		// leases as gone but reads that further holds took meanwhile as
+		// alive. A write's release refuses an owner that no longer holds
+		// the write, so its reads are released as reads.
+		_, err = m.releaseWithin(ctx, time.Time{}, o, Read, ownerState{}, o.unsure, false)
+	}
+	if err == nil {
+		m.c.held.released(o)
+	}
+	return err
+}
+
+// releaseBound bounds one of Shutdown's releases by d. When ctx has a
+// deadline the bound is a deadline, which rueidis honours on every path,
+// also in the handshake of a connection it makes again; without one, a
+// timer (see withTimer), so that the cancellation of ctx, or a Close,
+// stops a release under way at once.
+func releaseBound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, d)
+	}
+	return withTimer(ctx, d)
 }

@@ -1,10 +1,8 @@
 package fairrw
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -97,53 +95,6 @@ func (r *readShares) hold(s *readShare) {
 	r.mu.Unlock()
 }
 
-// sharesReads reports whether an acquire of mode with cfg may share a read
-// hold (see readShares).
-func (m *RWMutex) sharesReads(mode Mode, cfg acquireConfig) bool {
-	c := m.c
-	return mode == Read && c.sharing && !c.shares.off.Load() && m.policy.queued() && !cfg.explicit && !cfg.notify && !cfg.unreachableFails && c.syncReplicas == 0
-}
-
-// acquireShared is RLock (wait) or TryRLock for a read that may share: it
-// joins the name's shared hold, or waits for the read that is making one,
-// or acquires in Redis, and its grant becomes the shared hold.
-// rd, when set, is the read as its cohort counts it (see cohortReader).
-func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *acquireStats, rd *cohortReader) (*Lease, error) {
-	r := &m.c.shares
-	s := r.enter(&m.keys)
-	defer r.done(s)
-	cfg.share = s
-	var admitted *leadRun
-	for {
-		l, lead, follow := m.joinShare(ctx, cfg, wait, admitted)
-		if l != nil {
-			return l, nil
-		}
-		if follow == nil {
-			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
-			l, err := a.run(ctx)
-			attempts.of(a)
-			r.formedBy(s, l, lead)
-			return l, err
-		}
-		attempts.waited = true
-		// Its leader's attempt stands for it in Redis.
-		rd.settle()
-		m.tel.waiting(Read, 1)
-		select {
-		case <-follow.done:
-			m.tel.waiting(Read, -1)
-			admitted = follow
-		case <-ctx.Done():
-			m.tel.waiting(Read, -1)
-			return nil, m.waitError(ctx.Err())
-		case <-m.c.closing:
-			m.tel.waiting(Read, -1)
-			return nil, closedError(m.keys.name)
-		}
-	}
-}
-
 // A leadRun is a read of the name acquiring in Redis for its Client (the
 // leader), which the reads that come meanwhile wait for rather than each
 // go to Redis. done closes when its acquire ends; o and token are then its
@@ -152,102 +103,6 @@ type leadRun struct {
 	done  chan struct{}
 	o     *owner
 	token uint64
-}
-
-// joinShare returns a Lease on the name's shared read hold (cfg.share), or
-// else what to do: lead (acquire in Redis as the leader of the run it
-// returns), follow (wait for that run's leader), or neither (acquire in
-// Redis on its own). A read shares when no writer is known to wait; a read
-// that waited for a leader (admitted) shares that leader's hold whatever
-// queued since: it came when no writer was known to wait, and it waited as
-// the leader waited in Redis, which granted the leader as the policy says.
-// Only reads that wait lead or follow. A hold with less than a third of a
-// lease left is not shared, nor one that was released or found gone.
-func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, admitted *leadRun) (l *Lease, lead, follow *leadRun) {
-	c, s := m.c, cfg.share
-	r := &c.shares
-	if admitted != nil && admitted.o != nil { // set before done closed
-		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg); l != nil {
-			return l, nil, nil
-		}
-	}
-	r.mu.Lock()
-	o, token, known, queued, gen := s.o, s.token, s.known, s.queued, s.gen
-	r.mu.Unlock()
-	if !known {
-		q, err := m.queueExists(ctx)
-		if err != nil {
-			return nil, nil, nil
-		}
-		r.mu.Lock()
-		if s.gen == gen {
-			s.known, s.queued = true, q
-		}
-		r.mu.Unlock()
-		queued = q
-	}
-	if queued {
-		return nil, nil, nil // a writer waits: Redis decides
-	}
-	if o != nil {
-		if l := m.shareOf(ctx, o, token, cfg); l != nil {
-			return l, nil, nil
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s.o == o {
-		s.o = nil // not to be shared any more
-	}
-	switch {
-	case s.o != nil && ctx.Err() == nil:
-		// A newer hold came meanwhile: share it, or try as if it had not.
-		r.mu.Unlock()
-		l, lead, follow = m.joinShare(ctx, cfg, wait, nil)
-		r.mu.Lock()
-		return l, lead, follow
-	case !wait:
-		return nil, nil, nil
-	case s.lead != nil:
-		return nil, nil, s.lead
-	default:
-		s.lead = &leadRun{done: make(chan struct{})}
-		return nil, s.lead, nil
-	}
-}
-
-// shareOf returns a new Lease on o's read hold, or nil if o holds no read
-// to share (released, found gone by a renewal, a write besides, or less
-// than a third of a lease left), or ctx ended first.
-func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acquireConfig) *Lease {
-	c := m.c
-	// Another read joining, or leaving, holds the owner's lock for a
-	// moment; a release in Redis holds it longer, and leaves the owner
-	// unshared.
-	if o.lock(ctx) != nil {
-		return nil
-	}
-	defer o.unlock()
-	now := time.Now()
-	st := o.alive(nil, now)
-	if o.unshared || o.lostRead.Load() || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.leaseTime/minPassLeft || c.isClosing() {
-		return nil
-	}
-	// The share lasts its own lease, as a grant from Redis would, at most
-	// what Redis keeps of the hold: a further hold of the owner's with a
-	// longer lease of its own keeps the hold longer, and a watchdog share
-	// must not report a Deadline past its lease time (it is renewed with
-	// the owner's hold), nor a share WithLease one past its lease.
-	l := newLease(ctx, o, Read, cfg, attemptResult{
-		reply: acquireReply{granted: true, token: token},
-		sent:  now,
-		cover: min(st.reads[0], cfg.lease),
-		woken: wakeShare,
-	})
-	if l.loseIfGone() {
-		return nil
-	}
-	return l
 }
 
 // formedBy records the end of a read's acquire in Redis for s: its Lease,
@@ -267,22 +122,6 @@ func (r *readShares) formedBy(s *readShare, l *Lease, run *leadRun) {
 		s.lead = nil
 		close(run.done)
 	}
-}
-
-// queueExists reads whether the lock's writer queue has entries (ZCARD:
-// rueidis caches no EXISTS), arming client tracking on it: its next change
-// pushes an invalidation (invalidated).
-func (m *RWMutex) queueExists(ctx context.Context) (bool, error) {
-	c := m.c
-	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
-	defer cancel()
-	n, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
-		return c.rdb.DoCache(ctx, c.rdb.B().Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime).AsInt64()
-	})
-	if _, refused := rueidis.IsRedisErr(err); refused {
-		c.shares.off.Store(true)
-	}
-	return n != 0, err
 }
 
 // invalidated runs on client tracking's invalidations: a queue key that
@@ -307,43 +146,4 @@ func (r *readShares) invalidated(messages []rueidis.RedisMessage) {
 			s.known = false
 		}
 	}
-}
-
-// leaveShare reports whether l, a Lease on a shared read hold being
-// unlocked, may end with no Redis call: another Lease of its owner still
-// holds a read and none a write, and what they hold covers what Redis
-// keeps for l, so that Redis keeps the hold no longer than the Leases
-// left. Redis keeps one deadline for the owner's reads, the latest it was
-// given; a watchdog Lease's is moved by every renewal of the hold, so a
-// watchdog Lease left covers l if l is one too (they are renewed as one);
-// otherwise a Lease left must have at least l's time left. When they do
-// not (a further read WithLease outlived by l), the Unlock releases in
-// Redis, which sets the hold's deadline to theirs, as any release does.
-// If so, it ends l at once, under the owner's lock: another Lease's Unlock
-// must not count l as still holding, or neither would release the hold in
-// Redis. Call it with the owner's lock held; others is what the owner
-// holds besides l, as of now.
-func (l *Lease) leaveShare(others ownerState, now time.Time) bool {
-	if l.mode != Read || others.writes != 0 || len(others.reads) == 0 || l.own.unshared {
-		return false
-	}
-	if left, _ := l.left(now); !(l.watchdog && others.renewedReads > 0) && others.reads[0] < left {
-		return false
-	}
-	l.end(nil, lossNone)
-	return true
-}
-
-// leaveShareInline is leaveShare on Unlock's goroutine, when the owner's
-// lock is free.
-func (l *Lease) leaveShareInline() bool {
-	o := l.own
-	select {
-	case o.mu <- struct{}{}:
-	default:
-		return false
-	}
-	defer o.unlock()
-	now := time.Now()
-	return l.leaveShare(o.alive(l, now), now)
 }

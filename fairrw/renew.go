@@ -291,18 +291,6 @@ func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
 	}
 }
 
-// loseIfGone ends l, just made on its owner's hold without Redis (a share,
-// a cohort pass), if a renewal found that hold gone meanwhile: the round
-// that set the flag may have looked for the owner's leases before l was
-// among them. It reports whether it did.
-func (l *Lease) loseIfGone() bool {
-	if !l.own.lost(l.mode).Load() {
-		return false
-	}
-	l.lose(fmt.Errorf("%w: %q: a renewal found the hold gone", ErrLeaseLost, l.lockName()), lossGone)
-	return true
-}
-
 // close stops the watchdog and ends every lease still held: nothing will
 // renew them any more, so their holders must not rely on them.
 func (r *renewer) close(cause lossCause) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // An RWMutex is a handle on one distributed read-write lock. Every Lock,
@@ -184,6 +186,165 @@ func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 	default:
 		return pttl
 	}
+}
+
+// newOwner draws a new owner id from the Client's counter, keeping
+// Redisson's "<uuid>:<long>" form.
+func (m *RWMutex) newOwner() *owner {
+	o := &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
+	o.leases = o.first[:0]
+	return o
+}
+
+// releaseWithin runs the policy's release of one hold of mode by owner o
+// (or, with abandon, gives o up), writing st as what o still holds, to a
+// definite outcome, bounded by ctx and deadline (zero: by ctx alone, which
+// must then carry a deadline or be cancelled: see bounded), retrying lost
+// replies with the same request id and stamp (the unlock latch and the
+// accept window make that idempotent).
+// The latch is deleted afterwards, as Java does, unless a try failed: a
+// copy of that try may still reach Redis within the accept window, and
+// must find the latch there rather than write an owner's state that is no
+// longer true.
+//
+// With unreachableFails it gives up at once when it cannot connect (no try
+// has reached Redis): a quorum's release of a node that is down must not
+// hold up the release of the others. Its caller goes on with it in the
+// background (Lease.followUp).
+//
+// A Shutdown cut short stops it too.
+func (m *RWMutex) releaseWithin(ctx context.Context, deadline time.Time, o *owner, mode Mode, st ownerState, abandon, unreachableFails bool) (releaseResult, error) {
+	return m.send(ctx, deadline, m.newRelease(o, mode, st, abandon), unreachableFails)
+}
+
+// A releaseCall is one release request and what its tries so far tell:
+// tries of one call share its request id and stamp, so that Redis applies
+// it once however many copies reach it.
+type releaseCall struct {
+	m       *RWMutex
+	req     releaseRequest
+	reached bool // a try failed after it may have reached Redis
+}
+
+// newRelease prepares a release of one hold of mode by owner o (see
+// releaseWithin).
+func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *releaseCall {
+	request := newRequestID()
+	return &releaseCall{m: m, req: releaseRequest{
+		mode:    mode,
+		owner:   o.id,
+		request: request,
+		latch:   m.policy.unlockLatch(&m.keys, request),
+		abandon: abandon,
+		state:   st,
+		// A read attempt given up may have been granted unseen.
+		mayRead: o.read || mode == Read,
+		passed:  o.passed,
+		// The fast release only if no waiter of this Client is queued
+		// behind the hold: that one's queue entry would make it a wasted
+		// round trip (a waiter of another Client still may).
+		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waits.waiting(&m.keys),
+		stamp:     time.Now(),
+		window:    m.c.acceptWindow(),
+		latchTTL:  m.c.acceptWindow(),
+		markerTTL: o.markerTTL(),
+		queue:     m.c.leaseTime,
+		publish:   m.c.publish,
+		// A writer this release granted the lock to may wait in this
+		// Client: the reply wakes it before the message would.
+		grants: m.c.waits,
+	}}
+}
+
+func (rc *releaseCall) procedure() string {
+	if rc.req.abandon {
+		return "fairrw.give_back"
+	}
+	return "fairrw.release"
+}
+
+// call sends one try of the release, as bounded runs it.
+func (rc *releaseCall) call(ctx context.Context) (releaseResult, error) {
+	m := rc.m
+	return m.policy.release(ctx, m.c.rdb, &m.keys, &rc.req)
+}
+
+// send tries rc until Redis answers it, within ctx and deadline (zero:
+// ctx alone; see releaseWithin). A give-up (abandon) is tried for as long
+// as ctx lasts: Redis never refuses one as late. Its latch is always
+// deleted once answered: a late copy of an earlier try can only remove
+// what is gone already.
+func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall, unreachableFails bool) (releaseResult, error) {
+	var cancel context.CancelFunc
+	if deadline.IsZero() {
+		ctx, cancel = context.WithCancel(ctx)
+	} else {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	defer cancel()
+	// A Shutdown cut short stops it: boundedHalting cancels ctx then, and
+	// the backoff below wakes on halt.
+	req := &rc.req
+	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	restamped := false
+	for {
+		res, err := boundedHalting[releaseResult](m.c, ctx, cancel, rc)
+		if err == nil && res == releaseStale {
+			// Redis refused a copy that reached it after its window (it
+			// was paused, or the copy stalled): nothing was changed, and
+			// any other copy of this stamp is refused too. Send it again
+			// with a new stamp, under the same request id.
+			if restamped && time.Since(req.stamp) < m.c.retryWindow() {
+				return res, fmt.Errorf("%w: %q: Redis's clock is ahead of this machine's by more than %v", ErrClockSkew, m.keys.name, m.c.acceptWindow())
+			}
+			req.stamp, restamped = time.Now(), true
+			continue
+		}
+		if err == nil {
+			if !rc.reached || req.abandon {
+				m.c.janitor.drop(req.latch)
+			}
+			return res, nil
+		}
+		rc.reached = rc.reached || !unsent(err)
+		if definite(err) || (unreachableFails && !rc.reached) {
+			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
+		}
+		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.wait(ctx, m.c.halt.Done()) != nil {
+			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
+		}
+	}
+}
+
+// giveBack gives up owner o after an acquire of mode (asking for lease)
+// that ends without a Lease: cancelled, closed, failed, or granted too late
+// to be used. One release with the abandon flag marks the owner given up
+// (no copy of its attempts takes anything from then on), releases whatever
+// hold it was granted meanwhile, and withdraws its queue entries; Redis
+// applies all of it at once, so whenever it runs, nothing of o stays. A
+// give-up is never refused as stale (see lua/common.lua): it only removes,
+// and o is never used again.
+//
+// It is tried for cleanupGrace, then in the background until Redis answers,
+// or until it is moot: a copy of o's attempts takes nothing after the
+// accept window, and what one took then lasts a lease at most.
+func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
+	rc := m.newRelease(o, mode, ownerState{}, true) // one request, however many tries
+	try := func(ctx context.Context) bool {
+		_, err := m.send(ctx, time.Time{}, rc, false)
+		if err == nil {
+			m.c.held.released(o)
+		}
+		return err == nil || definite(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
+	done := try(ctx)
+	cancel()
+	if done {
+		return
+	}
+	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
+	m.c.followUp(m, "give back", moot, try)
 }
 
 // notAcquiredError is TryLock's refusal. It carries the PTTL the refused

@@ -172,12 +172,3 @@ func plainServer(opt rueidis.ClientOption) string {
 	}
 	return ""
 }
-
-// warnInsecureTLS logs a Client told not to verify the server's
-// certificate (WithClientOption's TLSConfig.InsecureSkipVerify).
-func (c *Client) warnInsecureTLS(opt rueidis.ClientOption) {
-	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
-		c.tel.log.Warn("fairrw: TLS certificate verification is off (InsecureSkipVerify): anyone on the network path can pose as Redis",
-			"addr", strings.Join(opt.InitAddress, ","))
-	}
-}

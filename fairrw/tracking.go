@@ -30,13 +30,3 @@ func withoutTracking(opt rueidis.ClientOption) rueidis.ClientOption {
 	opt.OnInvalidations = nil
 	return opt
 }
-
-// untracked records, before the Client's first call may run, that its
-// connection has no client tracking: no waiter arms it, no read shares a
-// hold. It reports whether the Client meant to track. Call it with c.mu
-// held, before the connection is announced ready.
-func (c *Client) untracked() bool {
-	was := c.tracking
-	c.tracking, c.sharing = false, false
-	return was
-}

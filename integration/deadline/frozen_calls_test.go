@@ -129,7 +129,7 @@ func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 				d := time.Duration(50+i%5*50) * time.Millisecond
 				// The control: a bare rueidis call on the frozen Redis, as
 				// long, at the same moment, then, as the acquire's give-back
-				// after its deadline (background.go, giveBack), a second one
+				// after its deadline (rwmutex.go, giveBack), a second one
 				// bounded by the cleanup grace: two waits, each of which a
 				// loaded machine runs late (the acquires were 480-580 ms
 				// late in CI beside a one-wait control's 329 ms).

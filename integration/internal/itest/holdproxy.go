@@ -14,8 +14,9 @@ import (
 // of that connection (the client sees a broken connection and retries on a
 // new one), and keeps the server side open so the held command can be
 // delivered later: a copy of a command delayed in the network, as
-// fairrw/window.go says can happen ("a connection stalled in the kernel's
-// buffers"). (faults.Proxy's Stall holds every connection, the retry's too.)
+// fairrw/client.go (retryWindow) says can happen ("a connection stalled in
+// the kernel's buffers"). (faults.Proxy's Stall holds every connection, the
+// retry's too.)
 type HoldProxy struct {
 	ln     net.Listener
 	target string

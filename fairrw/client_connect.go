@@ -140,6 +140,16 @@ func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, pu
 	}
 }
 
+// untracked records, before the Client's first call may run, that its
+// connection has no client tracking: no waiter arms it, no read shares a
+// hold. It reports whether the Client meant to track. Call it with c.mu
+// held, before the connection is announced ready.
+func (c *Client) untracked() bool {
+	was := c.tracking
+	c.tracking, c.sharing = false, false
+	return was
+}
+
 // dial makes a rueidis client and learns how to publish on it; failing,
 // it says why and what waiting does about it (see explainConnect).
 func dial(opt, probe rueidis.ClientOption, publish publishCommand) (rueidis.Client, string, errClass, error) {
@@ -441,4 +451,13 @@ func (c *Client) address() (addr string) {
 		}
 	}()
 	return strings.Join(slices.Sorted(maps.Keys(c.rdb.Nodes())), ",")
+}
+
+// warnInsecureTLS logs a Client told not to verify the server's
+// certificate (WithClientOption's TLSConfig.InsecureSkipVerify).
+func (c *Client) warnInsecureTLS(opt rueidis.ClientOption) {
+	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
+		c.tel.log.Warn("fairrw: TLS certificate verification is off (InsecureSkipVerify): anyone on the network path can pose as Redis",
+			"addr", strings.Join(opt.InitAddress, ","))
+	}
 }
