@@ -496,13 +496,14 @@ type acquireTrace struct {
 // an internal span, a child of ctx's span; the returned context carries
 // it. The trace is returned by value, to stay on the caller's stack.
 func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mode Mode) (context.Context, acquireTrace) {
-	// The call's start, before the span's: the wait counts the span's
-	// making too, which a loaded machine can stretch to milliseconds.
+	// The call's start, before the span is made, and the span's start too:
+	// the wait counts the span's making, which a loaded machine can
+	// stretch to milliseconds, and stays within the span.
 	start := time.Now()
 	if !t.spans.on() {
 		return ctx, acquireTrace{t: t, ctx: ctx, name: name, span: noSpan, start: start, mode: mode}
 	}
-	ctx, span := t.tracer.Start(ctx, op, t.internalSpan...)
+	ctx, span := t.tracer.Start(ctx, op, t.internalSpan[0], trace.WithTimestamp(start))
 	if span.IsRecording() {
 		if kv, ok := t.lockName(name); ok {
 			span.SetAttributes(kv, attrLockMode.String(mode.String()), attrPolicy.String(t.policy), attrDeployment.String(t.deployment))
