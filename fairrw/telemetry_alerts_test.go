@@ -126,6 +126,18 @@ func TestTelemetryRedisOutage(t *testing.T) {
 		}
 		addr := e.srv.Addr()
 		e.srv.Close() // refused from now on
+		// The Client learns it at its next dial: until its connection's
+		// close is seen, a call can go unanswered instead (with two copies
+		// of the suite side by side, one of the Locks below was cut by its
+		// ctx before rueidis saw the close: "did not answer in time").
+		// Pings until a dial was refused, which the gauge shows (a Ping
+		// that its ctx cut short does not count).
+		eventually(t, "a dial refused", func() bool {
+			pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_ = c.Ping(pctx)
+			return sums(t, e.collect(t), mUnreachable)[attrs(deployed)] == 1
+		})
 
 		ctx, request := e.appSpan("request")
 		const calls = 5

@@ -603,9 +603,16 @@ func (e *confEnv) probe(name string) {
 	idleSince := e.o.lastActive[name]
 	e.o.Mu.Unlock()
 	_, lastFault := e.f.state()
-	lk := confLeaseKind{desc: "lease 300ms", opts: []fairrw.AcquireOption{fairrw.WithLease(300 * time.Millisecond)}, explicit: true, d: 300 * time.Millisecond}
+	d := 300 * time.Millisecond
+	if e.tg.Kind == ConfQuorumKind {
+		// A quorum grant counts only if its nodes answered well within its
+		// lease: with two copies of the suite side by side, a 300 ms probe
+		// was granted on 2 of 3 nodes too late to count, and refused.
+		d = 2 * time.Second
+	}
+	lk := confLeaseKind{desc: "lease " + d.String(), opts: []fairrw.AcquireOption{fairrw.WithLease(d)}, explicit: true, d: d}
 	lease := lk.opts
-	op := "probe TryLock(lease 300ms) of an idle name"
+	op := "probe TryLock(" + lk.desc + ") of an idle name"
 	cc := e.plainCtx(context.Background(), 5*time.Second)
 	defer cc.cancel()
 	gen := e.gen(0)
