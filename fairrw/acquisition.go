@@ -107,12 +107,12 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	m := a.m
 	joined := false
 	if a.wait && m.policy.queued() {
-		a.w = m.c.waits.joinListening(&m.keys, m.policy, a.mode, a.o.id)
+		a.w = m.c.waiters().joinListening(&m.keys, m.policy, a.mode, a.o.id)
 		joined = a.w != nil
 	}
 	defer func() {
 		if a.w != nil {
-			m.c.waits.leave(a.w)
+			m.c.waiters().leave(a.w)
 		}
 	}()
 	got, err := a.first(ctx, joined)
@@ -126,11 +126,11 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 // may or may not have queued the owner), it starts with an attempt, as the
 // same owner: one finds its entry, or its grant, and takes it up.
 func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, error) {
-	defer a.m.c.waits.leave(a.w)
+	defer a.m.c.waiters().leave(a.w)
 	var got attemptResult
 	var err error
 	if released == nil {
-		got, err = a.waitFor(ctx, a.m.c.leaseTime, true)
+		got, err = a.waitFor(ctx, a.m.c.settings().leaseTime, true)
 	} else {
 		a.o.sent = true // a copy of that release may still queue it
 		got, err = a.first(ctx, true)
@@ -202,7 +202,7 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listening bool) (attemptResult, error) {
 	m := a.m
 	if a.w == nil {
-		a.w = m.c.waits.join(&m.keys, m.policy, a.mode, a.o.id)
+		a.w = m.c.waiters().join(&m.keys, m.policy, a.mode, a.o.id)
 	}
 	a.waited = true
 	m.tel.waiting(a.mode, 1)
@@ -238,7 +238,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 			return got, err
 		case got.reply.granted:
 			got.woken = a.w.source
-			m.c.waits.granted(a.w)
+			m.c.waiters().granted(a.w)
 			return got, nil
 		case got.reply.refused:
 			a.refused, a.refusedUs = got.sent, got.reply.refusedUs
@@ -253,7 +253,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 func (a *acquisition) asNewOwner() {
 	a.o = a.m.newOwner()
 	if a.w != nil {
-		a.m.c.waits.rename(a.w, a.o.id)
+		a.m.c.waiters().rename(a.w, a.o.id)
 	}
 	a.refused, a.refusedUs = time.Time{}, 0
 }
@@ -289,7 +289,7 @@ func (a *acquisition) grantedBy() (attemptResult, bool) {
 // grant does (its WAIT covers the grant, written earlier). A watchdog
 // lease is renewed from its grant on, and is used as it is.
 func (a *acquisition) countsFromGrant() bool {
-	return a.cfg.explicit || a.m.c.syncReplicas > 0
+	return a.cfg.explicit || a.m.c.settings().syncReplicas > 0
 }
 
 // request describes an attempt of the acquisition.
@@ -299,11 +299,11 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 		mode:         a.mode,
 		owner:        a.o.id,
 		lease:        a.cfg.lease,
-		queue:        c.leaseTime,
+		queue:        c.settings().leaseTime,
 		window:       c.acceptWindow(),
-		publish:      c.publish,
-		syncReplicas: c.syncReplicas,
-		syncTimeout:  c.syncTimeout,
+		publish:      c.publishCmd(),
+		syncReplicas: c.settings().syncReplicas,
+		syncTimeout:  c.settings().syncTimeout,
 		notify:       a.cfg.notify,
 		further:      further,
 		wait:         wait,
@@ -330,7 +330,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	req := &ac.req
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
 	o.sent = true
-	req.tracked = tracked && m.c.tracking && m.keys.tracked != ""
+	req.tracked = tracked && m.c.tracks() && m.keys.tracked != ""
 	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
 	tdeadline := got.sent.Add(m.c.retryWindow())
@@ -338,12 +338,12 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	var unreachable time.Time // when a ctx without a deadline stops waiting for Redis
 	if !bounded {
 		if a.down.IsZero() {
-			unreachable = got.sent.Add(m.c.connectTimeout)
+			unreachable = got.sent.Add(m.c.settings().connectTimeout)
 		} else {
-			unreachable = a.down.Add(m.c.connectTimeout)
+			unreachable = a.down.Add(m.c.settings().connectTimeout)
 		}
-		if m.c.syncReplicas > 0 {
-			unreachable = unreachable.Add(m.c.syncTimeout) // an answer waits for the replicas that long
+		if m.c.settings().syncReplicas > 0 {
+			unreachable = unreachable.Add(m.c.settings().syncTimeout) // an answer waits for the replicas that long
 		}
 		if unreachable.Before(tdeadline) {
 			tdeadline = unreachable
@@ -382,7 +382,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		if redisDown(err) {
 			failed = err
 		}
-		if (failed != nil || unanswered >= m.c.tel.slowAnswer) && a.down.IsZero() {
+		if (failed != nil || unanswered >= m.c.telemetry().slowAnswer) && a.down.IsZero() {
 			a.down = called
 		}
 		switch {
@@ -390,12 +390,12 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 			return got, a.ended(ctx, failed, unanswered)
 		case m.c.isClosing():
 			return got, closedError(m.keys.name)
-		case !bounded && !a.down.IsZero() && !time.Now().Before(a.down.Add(m.c.connectTimeout)):
+		case !bounded && !a.down.IsZero() && !time.Now().Before(a.down.Add(m.c.settings().connectTimeout)):
 			return got, a.unreachable(failed, unanswered)
 		case tctx.Err() != nil:
 			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
 		}
-		if err := backoff.wait(tctx, m.c.closing); err != nil && tctx.Err() == nil {
+		if err := backoff.wait(tctx, m.c.closingDone()); err != nil && tctx.Err() == nil {
 			return got, m.waitError(err)
 		}
 	}
@@ -411,7 +411,7 @@ func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.D
 	case failed != nil:
 		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable: %v (%v)", m.keys.name, m.c.address(), failed, ctx.Err()),
 			ErrUnavailable, ctx.Err(), failed)
-	case unanswered >= m.c.tel.slowAnswer:
+	case unanswered >= m.c.telemetry().slowAnswer:
 		return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (%v)", m.keys.name, m.c.address(), unanswered.Seconds(), ctx.Err()),
 			errRedisTimeout, ctx.Err())
 	}
@@ -423,10 +423,10 @@ func (a *acquisition) ended(ctx context.Context, failed error, unanswered time.D
 func (a *acquisition) unreachable(failed error, unanswered time.Duration) error {
 	m := a.m
 	if failed != nil {
-		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable for the connect timeout %v: %v", m.keys.name, m.c.address(), m.c.connectTimeout, failed),
+		return tag(fmt.Sprintf("fairrw: acquire %q: Redis at %s unavailable for the connect timeout %v: %v", m.keys.name, m.c.address(), m.c.settings().connectTimeout, failed),
 			ErrUnavailable, failed)
 	}
-	return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (the connect timeout is %v)", m.keys.name, m.c.address(), unanswered.Seconds(), m.c.connectTimeout),
+	return tag(fmt.Sprintf("fairrw: acquire %q: no answer from Redis at %s in %.3fs (the connect timeout is %v)", m.keys.name, m.c.address(), unanswered.Seconds(), m.c.settings().connectTimeout),
 		errRedisTimeout)
 }
 
@@ -440,7 +440,7 @@ func (ac *attemptCall) procedure() string { return "fairrw.acquire" }
 
 func (ac *attemptCall) call(ctx context.Context) (acquireReply, error) {
 	m := ac.m
-	return m.policy.acquire(ctx, m.c.rdb, &m.keys, &ac.req)
+	return m.policy.acquire(ctx, m.c.redis(), &m.keys, &ac.req)
 }
 
 // answered turns an attempt's reply into its outcome.

@@ -75,10 +75,10 @@ func (n namedCall[T]) procedure() string                   { return n.name }
 // What the call's outcome tells of Redis is recorded (see endCall), and
 // so is its round trip, as a span, when its caller's span records.
 func boundedHalting[T any](c *Client, ctx context.Context, cancel context.CancelFunc, f caller[T]) (T, error) {
-	rc := c.tel.startCall(ctx, f)
+	rc := c.telemetry().startCall(ctx, f)
 	v, err := runBounded(c, rc.ctx, cancel, f)
 	err = asUnavailable(err)
-	c.tel.endCall(&rc, err, c.isClosing())
+	c.telemetry().endCall(&rc, err, c.isClosing())
 	return v, err
 }
 
@@ -88,16 +88,16 @@ func runBounded[T any](c *Client, ctx context.Context, cancel context.CancelFunc
 		return f.call(ctx)
 	}
 	call := &boundedCall[T]{f: f, ctx: ctx, done: make(chan struct{})}
-	if !c.background.start(call, false) {
+	if !c.backgroundTasks().start(call, false) {
 		// The Client closed: Close waits for this call.
 		if cancel != nil {
-			defer context.AfterFunc(c.halt, cancel)()
+			defer context.AfterFunc(c.haltContext(), cancel)()
 		}
 		return f.call(ctx)
 	}
 	var halt <-chan struct{} // nil: never ready
 	if cancel != nil {
-		halt = c.halt.Done()
+		halt = c.haltContext().Done()
 	}
 	select {
 	case <-call.done:
@@ -108,7 +108,7 @@ func runBounded[T any](c *Client, ctx context.Context, cancel context.CancelFunc
 	}
 	// The caller goes: a call still under way becomes background work,
 	// which Shutdown waits for.
-	c.background.adopt(&call.callState)
+	c.backgroundTasks().adopt(&call.callState)
 	var zero T
 	return zero, ctx.Err()
 }

@@ -26,34 +26,24 @@ import (
 // Create it with New, and stop it with Shutdown or Close. A Client is safe
 // for concurrent use and must not be copied.
 type Client struct {
-	id            string
-	rdb           rueidis.Client
-	ownsRedis     bool
-	policy        policyImpl
-	leaseTime     time.Duration
-	renewInterval time.Duration
-	unlockTimeout time.Duration
-	// connectTimeout bounds a call's wait for a connection the Client
-	// cannot make, when its ctx has no deadline (WithConnectTimeout).
-	connectTimeout time.Duration
-	publish        string
-	tracking       bool // invalidations of lock keys reach c.waits
-	// wrap is WithRedisWrapper's: it wraps the rueidis client fairrw
-	// builds (nil: none).
-	wrap      func(rueidis.Client) rueidis.Client
-	namespace string // WithNamespace: every lock name starts "<namespace>:"
-	owners    atomic.Uint64
-	// cluster is true on a Redis Cluster client: a script call's keys must
-	// then share one slot.
-	cluster bool
-	tel     *telemetry
+	// conf is what New fixed; the rest of the package reads it through
+	// settings.
+	conf settings
+	tel  *telemetry
 	// mutexTel instruments the Client's Mutex handles: the same
 	// instruments, under the RLock format's policy name.
 	mutexTel *telemetry
-	// syncReplicas > 0: every acquire attempt waits for that many replicas
-	// (WithSyncReplicas), at most syncTimeout.
-	syncReplicas int64
-	syncTimeout  time.Duration
+	owners   atomic.Uint64 // the owners drawn so far (newOwnerID)
+
+	// What the connection settles: set by install (and untracked) before
+	// the first call may use them, and not changed afterwards.
+	rdb       rueidis.Client
+	ownsRedis bool
+	publish   string
+	tracking  bool // invalidations of lock keys reach c.waits
+	// cluster is true on a Redis Cluster client: a script call's keys must
+	// then share one slot.
+	cluster bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -86,8 +76,7 @@ type Client struct {
 	janitor    *janitor
 	background *tasks // work left by calls whose caller has gone (background.go)
 
-	cohorting bool    // WithCohorts, under a fair policy of protocol 3 or later
-	cohorts   cohorts // Lock calls passing the write among themselves (cohort.go)
+	cohorts cohorts // Lock calls passing the write among themselves (cohort.go)
 	// sharing: plain reads share a read hold (readshare.go), with cohorts
 	// on and invalidations reaching shares.
 	sharing bool
@@ -95,6 +84,101 @@ type Client struct {
 	// held are the owners that may hold something in Redis (owner.go).
 	held heldOwners
 }
+
+// settings are what New fixed of a Client from its options: they never
+// change afterwards, so that any part of the package may read them through
+// Client.settings without a lock.
+type settings struct {
+	id            string
+	policy        policyImpl
+	leaseTime     time.Duration
+	renewInterval time.Duration
+	unlockTimeout time.Duration
+	// connectTimeout bounds a call's wait for a connection the Client
+	// cannot make, when its ctx has no deadline (WithConnectTimeout).
+	connectTimeout time.Duration
+	// syncReplicas > 0: every acquire attempt waits for that many replicas
+	// (WithSyncReplicas), at most syncTimeout.
+	syncReplicas int64
+	syncTimeout  time.Duration
+	// wrap is WithRedisWrapper's: it wraps the rueidis client fairrw
+	// builds (nil: none).
+	wrap      func(rueidis.Client) rueidis.Client
+	namespace string // WithNamespace: every lock name starts "<namespace>:"
+	cohorting bool   // WithCohorts, under a fair policy of protocol 3 or later
+}
+
+// What the rest of the package reads of a Client. Each method is a single
+// read, cheap enough for the acquire path.
+
+// settings returns what New fixed of the Client (the lease time, the
+// timeouts, the policy): what its handles, leases and renewals are sized by.
+func (c *Client) settings() *settings { return &c.conf }
+
+// telemetry returns the Client's instruments and logger, which every call
+// reports to.
+func (c *Client) telemetry() *telemetry { return c.tel }
+
+// redis returns the rueidis client that the Client's commands go on. It is
+// set once connected: a call uses it after await.
+func (c *Client) redis() rueidis.Client { return c.rdb }
+
+// publishCmd returns the command that wake-ups are published with
+// (PUBLISH or SPUBLISH), which scripts and subscriptions must agree on.
+func (c *Client) publishCmd() string { return c.publish }
+
+// onCluster reports whether the Client talks to a Redis Cluster, where the
+// keys of one script call must share a slot.
+func (c *Client) onCluster() bool { return c.cluster }
+
+// tracks reports whether invalidations of lock keys reach the Client
+// (client tracking is on), so that a waiter may be woken by them.
+func (c *Client) tracks() bool { return c.tracking }
+
+// sharesReads reports whether plain reads may share a read hold
+// (readshare.go): cohorts on and invalidations reaching the shares.
+func (c *Client) sharesReads() bool { return c.sharing }
+
+// closingDone returns a channel closed when the Client begins closing:
+// waits select on it to end with ErrClosed.
+func (c *Client) closingDone() <-chan struct{} { return c.closing }
+
+// closingContext returns a context that ends when the Client begins
+// closing, for context.AfterFunc.
+func (c *Client) closingContext() context.Context { return c.closingCtx }
+
+// haltContext returns a context that ends when a Shutdown is cut short:
+// work still under way gives up at once.
+func (c *Client) haltContext() context.Context { return c.halt }
+
+// waiters returns the registry where the Client's waiters wait for their
+// wake-ups.
+func (c *Client) waiters() *waitRegistry { return c.waits }
+
+// backgroundTasks returns the work left by calls whose caller has gone,
+// which Shutdown waits for.
+func (c *Client) backgroundTasks() *tasks { return c.background }
+
+// heldOwners returns the owners that may hold something in Redis, which a
+// Shutdown releases.
+func (c *Client) heldOwners() *heldOwners { return &c.held }
+
+// leaseRenewer returns the renewer that keeps the Client's leases alive.
+func (c *Client) leaseRenewer() *renewer { return c.renewer }
+
+// readShares returns the read holds that plain reads share.
+func (c *Client) readShares() *readShares { return &c.shares }
+
+// writeCohorts returns the Lock calls passing the write among themselves.
+func (c *Client) writeCohorts() *cohorts { return &c.cohorts }
+
+// newOwnerID returns a new owner id, drawn from the Client's counter in
+// Redisson's "<uuid>:<long>" form.
+func (c *Client) newOwnerID() string { return compat.Owner(c.conf.id, c.owners.Add(1)) }
+
+// dropLatch queues the latch key of a release for the janitor to delete,
+// without blocking: the release no longer needs it.
+func (c *Client) dropLatch(key string) { c.janitor.drop(key) }
 
 // New returns a Client. It needs one of WithClient, WithClientOption and
 // WithURL. An invalid option (a port out of range, a URL without a scheme)
@@ -144,21 +228,23 @@ func New(opts ...Option) (*Client, error) {
 	}
 	mutexTel := tel.forPolicy(mutexPolicyName)
 	c := &Client{
-		tel:            tel,
-		mutexTel:       mutexTel,
-		syncReplicas:   int64(cfg.syncReplicas),
-		syncTimeout:    cfg.syncTimeout,
-		id:             id,
-		wrap:           cfg.wrap,
-		policy:         cfg.policyImpl(),
-		leaseTime:      cfg.leaseTime,
-		renewInterval:  cfg.leaseTime / 3,
-		unlockTimeout:  cfg.unlockTimeout,
-		connectTimeout: cfg.connectTimeout,
-		namespace:      cfg.namespace,
-		cohorting:      cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),
-		closing:        make(chan struct{}),
-		finished:       make(chan struct{}),
+		tel:      tel,
+		mutexTel: mutexTel,
+		conf: settings{
+			syncReplicas:   int64(cfg.syncReplicas),
+			syncTimeout:    cfg.syncTimeout,
+			id:             id,
+			wrap:           cfg.wrap,
+			policy:         cfg.policyImpl(),
+			leaseTime:      cfg.leaseTime,
+			renewInterval:  cfg.leaseTime / 3,
+			unlockTimeout:  cfg.unlockTimeout,
+			connectTimeout: cfg.connectTimeout,
+			namespace:      cfg.namespace,
+			cohorting:      cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),
+		},
+		closing:  make(chan struct{}),
+		finished: make(chan struct{}),
 	}
 	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
@@ -189,7 +275,7 @@ func New(opts ...Option) (*Client, error) {
 			// throughput, contended or not (bench, 2026-11-28).
 			opt.PipelineMultiplex = -1
 			c.tracking = true
-			c.sharing = c.cohorting
+			c.sharing = c.conf.cohorting
 		}
 		if err := c.connect(opt, probe, cfg.publish); err != nil {
 			return nil, err
@@ -243,7 +329,7 @@ func majorVersion(info string) int {
 // RWMutex returns a handle on the lock name; every acquire on it is a new
 // owner. An invalid name fails the handle's first call (ErrInvalidName).
 func (c *Client) RWMutex(name string) *RWMutex {
-	return c.handle(c.policy, c.tel, name)
+	return c.handle(c.conf.policy, c.tel, name)
 }
 
 // Mutex returns a handle on the mutex name; every acquire on it is a new
@@ -263,11 +349,11 @@ func (c *Client) handle(policy policyImpl, tel *telemetry, name string) *RWMutex
 
 // inNamespace checks that name lies in the Client's namespace, if any.
 func (c *Client) inNamespace(name string) error {
-	if c.namespace == "" {
+	if c.conf.namespace == "" {
 		return nil
 	}
-	if rest, ok := strings.CutPrefix(name, c.namespace+":"); !ok || rest == "" {
-		return fmt.Errorf("%w: %q is outside the Client's namespace: want %q followed by a name", ErrInvalidName, name, c.namespace+":")
+	if rest, ok := strings.CutPrefix(name, c.conf.namespace+":"); !ok || rest == "" {
+		return fmt.Errorf("%w: %q is outside the Client's namespace: want %q followed by a name", ErrInvalidName, name, c.conf.namespace+":")
 	}
 	return nil
 }
@@ -568,10 +654,10 @@ func (c *Client) releaseOwners(ctx context.Context, owners map[*owner]Mode) (fai
 // whether every call goes to the one server they name.
 func (c *Client) installed(rdb rueidis.Client) rueidis.Client {
 	c.tel.servedBy(rdb.Mode() == rueidis.ClientModeStandalone)
-	if c.wrap == nil {
+	if c.conf.wrap == nil {
 		return rdb
 	}
-	if w := c.wrap(rdb); w != nil {
+	if w := c.conf.wrap(rdb); w != nil {
 		return w
 	}
 	c.tel.log.Error("fairrw: WithRedisWrapper returned nil; the rueidis client is used unwrapped")
@@ -655,7 +741,7 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
 		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
 		once := func() bool {
-			ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+			ctx, cancel := context.WithTimeout(ctx, c.conf.unlockTimeout)
 			defer cancel()
 			return try(ctx)
 		}
@@ -713,11 +799,11 @@ var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, 
 // waits for Redis: 5s, 10s and 15s with the defaults.
 
 // retryWindow is how long the client sends copies of one command.
-func (c *Client) retryWindow() time.Duration { return c.unlockTimeout }
+func (c *Client) retryWindow() time.Duration { return c.conf.unlockTimeout }
 
 // acceptWindow is how long after its first send Redis still accepts a copy.
-func (c *Client) acceptWindow() time.Duration { return 2 * c.unlockTimeout }
+func (c *Client) acceptWindow() time.Duration { return 2 * c.conf.unlockTimeout }
 
 // giveUpWindow is how long a give-up marker lives: past the accept window
 // by the clock margin.
-func (c *Client) giveUpWindow() time.Duration { return 3 * c.unlockTimeout }
+func (c *Client) giveUpWindow() time.Duration { return 3 * c.conf.unlockTimeout }

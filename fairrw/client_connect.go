@@ -67,7 +67,7 @@ func (c *Client) connect(opt, probe rueidis.ClientOption, publish publishCommand
 		ready: make(chan struct{}), failed: make(chan struct{}), stop: stop}
 	c.addr = c.conn.addr
 	go c.redial(ctx, opt, probe, publish)
-	t := time.NewTimer(min(newWait, c.connectTimeout))
+	t := time.NewTimer(min(newWait, c.conf.connectTimeout))
 	defer t.Stop()
 	select {
 	case <-c.conn.ready:
@@ -264,7 +264,7 @@ func (c *Client) await(ctx context.Context, name string) error {
 	}
 	var bound <-chan time.Time // nil: ctx's deadline bounds the wait
 	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(c.connectTimeout)
+		t := time.NewTimer(c.conf.connectTimeout)
 		defer t.Stop()
 		bound = t.C
 	}
@@ -283,7 +283,7 @@ func (c *Client) await(ctx context.Context, name string) error {
 			if last != nil {
 				errs = append(errs, last)
 			}
-			return tag(fmt.Sprintf("fairrw: Redis unavailable%s: no connection within the connect timeout %v: %s", what, c.connectTimeout, why), errs...)
+			return tag(fmt.Sprintf("fairrw: Redis unavailable%s: no connection within the connect timeout %v: %s", what, c.conf.connectTimeout, why), errs...)
 		}
 		return tag(fmt.Sprintf("fairrw: Redis unavailable%s: %s (%v)", what, why, cause), ErrUnavailable, cause)
 	}

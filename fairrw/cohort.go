@@ -385,8 +385,8 @@ func (co *cohort) decline(turn cohortTurn) {
 		return
 	}
 	c := l.m.c
-	c.background.run(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, c.unlockTimeout)
+	c.backgroundTasks().run(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, c.settings().unlockTimeout)
 		defer cancel()
 		_ = l.Unlock(ctx)
 	})
@@ -437,11 +437,11 @@ func (co *cohort) prequeue(ctx context.Context, deadline time.Time, l *Lease) *c
 	if co.listening == nil {
 		// A busy cohort: its leaders queue in Redis again and again, and
 		// listen from their first attempt once the subscription stays.
-		co.listening = m.c.waits.listen(&m.keys, m.policy)
+		co.listening = m.c.waiters().listen(&m.keys, m.policy)
 	}
 	co.mu.Unlock()
 	o := m.newOwner()
-	if waiter := m.c.waits.joinListening(&m.keys, m.policy, Write, o.id); waiter != nil {
+	if waiter := m.c.waiters().joinListening(&m.keys, m.policy, Write, o.id); waiter != nil {
 		// Queued by the release (or by a try of it whose answer was lost):
 		// a Lock that gives up withdraws the entry.
 		o.queued = true
@@ -482,7 +482,7 @@ func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Le
 	}
 	c := l.m.c
 	left, live := l.left(now)
-	if !live || left < c.leaseTime/minPassLeft || c.isClosing() || l.own.lostWrite.Load() {
+	if !live || left < c.settings().leaseTime/minPassLeft || c.isClosing() || l.own.lostWrite.Load() {
 		return false
 	}
 	co.mu.Lock()
@@ -583,7 +583,7 @@ func (co *cohort) mayPass(m *RWMutex) passVerdict {
 	}
 	if !wKnown || !rKnown {
 		switch {
-		case co.reg.blind.Load() || !m.c.tracking:
+		case co.reg.blind.Load() || !m.c.tracks():
 			co.others = true // never known: someone may always wait
 		case !co.others:
 			// Whether the run may go on depends on the read; when someone
@@ -618,7 +618,7 @@ func (co *cohort) knowsWaiters() bool {
 // refused the read): its end closes co.reading. Call it with co.mu held.
 func (co *cohort) refresh(m *RWMutex) {
 	c := m.c
-	if co.reading != nil || !c.tracking || co.reg.blind.Load() {
+	if co.reading != nil || !c.tracks() || co.reg.blind.Load() {
 		return
 	}
 	done := make(chan struct{})
@@ -626,7 +626,7 @@ func (co *cohort) refresh(m *RWMutex) {
 	wgen, rgen := co.writersQueued.gen.Load(), co.readersWaiting.gen.Load()
 	// Run by the Client's tasks, not as background work: Shutdown need
 	// not wait for a read that only tells a run whether to go on.
-	started := c.background.start(taskFunc(func(ctx context.Context) {
+	started := c.backgroundTasks().start(taskFunc(func(ctx context.Context) {
 		writers, readers, err := m.waitersIn(ctx, co.waiting != "")
 		co.mu.Lock()
 		if err == nil {

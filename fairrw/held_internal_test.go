@@ -43,7 +43,7 @@ func TestNothingKeptAfterBusyRuns(t *testing.T) {
 			// A release that found Redis slow goes on in the background for
 			// up to the unlock timeout (a loaded machine kept one owner past
 			// 5 s): that long, and 5 s more.
-			deadline := time.Now().Add(c.unlockTimeout + 5*time.Second)
+			deadline := time.Now().Add(c.conf.unlockTimeout + 5*time.Second)
 			for {
 				held, cohorts, groups, shares := c.kept()
 				if held == 0 && cohorts == 0 && groups == 0 && shares == 0 {

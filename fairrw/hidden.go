@@ -12,7 +12,7 @@ import (
 // not export.
 func init() {
 	hidden.WokenBy = func(l any) string { return l.(*Lease).wokenBy() }
-	hidden.ClientID = func(c any) string { return c.(*Client).id }
+	hidden.ClientID = func(c any) string { return c.(*Client).settings().id }
 	hidden.Majority = func(q any) int { return q.(*Quorum).majority }
 	hidden.QuorumNodes = func(q any) int { return len(q.(*Quorum).clients) }
 	hidden.LeaseNodes = func(l any) int {

@@ -91,15 +91,15 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 	// What Redis keeps of the grant lasts its lease from now at most (a
 	// watchdog grant made on the owner's behalf: its queue entry's, as
 	// long).
-	m.c.held.holds(o, mode, l.granted.Add(cfg.lease+leaseMargin))
+	m.c.heldOwners().holds(o, mode, l.granted.Add(cfg.lease+leaseMargin))
 	if l.share != nil {
-		m.c.shares.hold(l.share) // before anything can end it (finish)
+		m.c.readShares().hold(l.share) // before anything can end it (finish)
 	}
 	m.tel.held(mode, 1)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
-	m.c.renewer.add(l)
+	m.c.leaseRenewer().add(l)
 	return l
 }
 
@@ -312,7 +312,7 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	}
 	span := trace.SpanFromContext(ctx) // the Unlock's: its release's round trips are traced under it
 	rt := &releaseTask{l: l, span: span, unreachableFails: unreachableFails, res: make(chan error, 1)}
-	if !c.background.start(rt, true) {
+	if !c.backgroundTasks().start(rt, true) {
 		return l.unlockWithin(ctx, unreachableFails) // the Client closed meanwhile: Close waits for this call
 	}
 	res := rt.res
@@ -374,7 +374,7 @@ func withSpan(ctx context.Context, span trace.Span) context.Context {
 // releaseOnce), rather than as a context of its own that the release's
 // would nest in: one context per release instead of two.
 func (l *Lease) unlockWithin(ctx context.Context, unreachableFails bool) error {
-	return l.unlock(ctx, time.Now().Add(l.m.c.unlockTimeout), unreachableFails)
+	return l.unlock(ctx, time.Now().Add(l.m.c.settings().unlockTimeout), unreachableFails)
 }
 
 // unlock releases the hold in Redis, writing what its owner still holds
@@ -442,7 +442,7 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 	res, err := l.m.send(ctx, deadline, rc, unreachableFails)
 	next.queuedBy(err)
 	if err == nil && st.writes == 0 && len(st.reads) == 0 {
-		l.m.c.held.released(o) // Redis keeps nothing of the owner
+		l.m.c.heldOwners().released(o) // Redis keeps nothing of the owner
 	}
 	// Its release is sent, and applied unless it failed: its owner's next
 	// change must not count it (it ends after the owner's lock is given
@@ -462,7 +462,7 @@ func (l *Lease) followUp() {
 	l.mu.Lock()
 	moot := l.deadline.Add(leaseMargin)
 	if l.watchdog {
-		moot = later(moot, time.Now().Add(c.acceptWindow()+c.leaseTime+leaseMargin))
+		moot = later(moot, time.Now().Add(c.acceptWindow()+c.settings().leaseTime+leaseMargin))
 	}
 	l.mu.Unlock()
 	c.followUp(l.m, "release", moot, func(ctx context.Context) bool {
@@ -509,14 +509,14 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.timer.Stop()
 	l.ends.end(err) // closes Done: Done is the Context's own channel
 	l.mu.Unlock()
-	l.m.c.renewer.remove(l)
+	l.m.c.leaseRenewer().remove(l)
 	l.m.tel.held(l.mode, -1)
 	l.m.tel.leaseEnded(l, cause, err)
 	if l.cohort != nil {
 		l.cohort.ended(l)
 	}
 	if l.share != nil {
-		l.m.c.shares.done(l.share)
+		l.m.c.readShares().done(l.share)
 	}
 	return true
 }

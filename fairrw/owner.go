@@ -284,7 +284,7 @@ func (o *owner) extendKeep(t time.Time) {
 // unlock timeout.
 func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 	m := o.m
-	ctx, cancel := releaseBound(ctx, m.c.unlockTimeout)
+	ctx, cancel := releaseBound(ctx, m.c.settings().unlockTimeout)
 	defer cancel()
 	if err := o.lock(ctx); err != nil {
 		return fmt.Errorf("fairrw: release %q: %w", m.keys.name, err)
@@ -301,7 +301,7 @@ func (o *owner) releaseAll(ctx context.Context, mode Mode) error {
 		_, err = m.releaseWithin(ctx, time.Time{}, o, Read, ownerState{}, o.unsure, false)
 	}
 	if err == nil {
-		m.c.held.released(o)
+		m.c.heldOwners().released(o)
 	}
 	return err
 }

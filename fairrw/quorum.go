@@ -101,16 +101,16 @@ func NewQuorum(clients []*Client, opts ...QuorumOption) (*Quorum, error) {
 			return nil, fmt.Errorf("%w: client %d is nil", ErrInvalidOption, i)
 		case seen[c]:
 			return nil, fmt.Errorf("%w: client %d appears twice: each node needs its own Client", ErrInvalidOption, i)
-		case c.policy.name() != clients[0].policy.name():
-			return nil, fmt.Errorf("%w: client %d has policy %s, client 0 %s", ErrInvalidOption, i, c.policy.name(), clients[0].policy.name())
-		case c.leaseTime != clients[0].leaseTime:
-			return nil, fmt.Errorf("%w: client %d has lease time %v, client 0 %v", ErrInvalidOption, i, c.leaseTime, clients[0].leaseTime)
+		case c.settings().policy.name() != clients[0].settings().policy.name():
+			return nil, fmt.Errorf("%w: client %d has policy %s, client 0 %s", ErrInvalidOption, i, c.settings().policy.name(), clients[0].settings().policy.name())
+		case c.settings().leaseTime != clients[0].settings().leaseTime:
+			return nil, fmt.Errorf("%w: client %d has lease time %v, client 0 %v", ErrInvalidOption, i, c.settings().leaseTime, clients[0].settings().leaseTime)
 		case c.isClosing():
 			return nil, fmt.Errorf("%w: client %d is closed", ErrInvalidOption, i)
 		}
 		seen[c] = true
 	}
-	lease := clients[0].leaseTime
+	lease := clients[0].settings().leaseTime
 	if cfg.nodeTimeout == 0 {
 		cfg.nodeTimeout = min(max(lease/100, 50*time.Millisecond), time.Second)
 	}

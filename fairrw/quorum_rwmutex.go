@@ -64,7 +64,7 @@ func (m *QuorumRWMutex) TryRLock(ctx context.Context, opts ...AcquireOption) (*L
 // traced runs acquire inside a span of the first node's Client, and returns
 // the quorum lease as a Lease.
 func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait bool, opts []AcquireOption) (*Lease, error) {
-	ctx, tr := m.q.clients[0].tel.startAcquire(ctx, op, m.name, mode)
+	ctx, tr := m.q.clients[0].telemetry().startAcquire(ctx, op, m.name, mode)
 	l, err := m.acquire(ctx, mode, wait, opts, &tr.stats.attempts)
 	tr.end(nil, err)
 	if l == nil {
@@ -353,7 +353,7 @@ func (m *QuorumRWMutex) fence(ctx context.Context, mode Mode, grants []*Lease) q
 			defer cancel()
 			req := wire.FenceRaise{Name: m.name, Token: h.token, Lease: grants[i].lease}
 			keys, args := req.Render()
-			_, err := wire.DecodeFenceRaise(fenceRaise.Exec(rctx, c.rdb, keys, args))
+			_, err := wire.DecodeFenceRaise(fenceRaise.Exec(rctx, c.redis(), keys, args))
 			done <- raised{i, err}
 		}()
 	}

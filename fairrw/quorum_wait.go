@@ -21,7 +21,7 @@ type quorumWait struct {
 func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
 	w := &quorumWait{wake: make(chan wakeSource, 1)}
 	for _, h := range m.nodes {
-		w.waiters = append(w.waiters, h.c.waits.joinUnqueued(&h.keys, h.policy, mode, w.wake))
+		w.waiters = append(w.waiters, h.c.waiters().joinUnqueued(&h.keys, h.policy, mode, w.wake))
 		w.clients = append(w.clients, h.c)
 	}
 	return w
@@ -40,7 +40,7 @@ func (w *quorumWait) within(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	stops := make([]func() bool, 0, len(w.clients))
 	for _, c := range w.clients {
-		stops = append(stops, context.AfterFunc(c.closingCtx, func() { cancel(ErrClosed) }))
+		stops = append(stops, context.AfterFunc(c.closingContext(), func() { cancel(ErrClosed) }))
 	}
 	return ctx, func() {
 		for _, stop := range stops {

@@ -55,8 +55,8 @@ func (r *renewer) remove(l *Lease) {
 // round can fail for a moment.
 func (r *renewer) run() {
 	defer close(r.done)
-	retry := min(r.c.renewInterval, time.Second)
-	t := time.NewTimer(r.c.renewInterval)
+	retry := min(r.c.settings().renewInterval, time.Second)
+	t := time.NewTimer(r.c.settings().renewInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -66,7 +66,7 @@ func (r *renewer) run() {
 		}
 		start := time.Now()
 		err := r.round()
-		next := r.c.renewInterval - time.Since(start)
+		next := r.c.settings().renewInterval - time.Since(start)
 		if err != nil {
 			next = min(next, retry)
 		}
@@ -92,14 +92,14 @@ type holdKey struct {
 // no later round confirms them in time.
 func (r *renewer) round() error {
 	sent := time.Now()
-	r.c.held.prune(sent)
+	r.c.heldOwners().prune(sent)
 	holds := r.snapshot()
 	if len(holds) == 0 {
 		return nil
 	}
 	// A renewal may reach Redis as late as the accept window, and keep the
 	// hold a lease from then, whatever its answer says.
-	keep := sent.Add(r.c.acceptWindow() + r.c.leaseTime + leaseMargin)
+	keep := sent.Add(r.c.acceptWindow() + r.c.settings().leaseTime + leaseMargin)
 	for _, h := range holds {
 		h.leases[0].own.extendKeep(keep)
 	}
@@ -114,9 +114,9 @@ func (r *renewer) round() error {
 	// calls that ran renewed, and their late answers are dropped.
 	// A timer, not a deadline, so that Close ends a round under way (see
 	// withTimer).
-	ctx, cancel := withTimer(r.ctx, r.c.renewInterval)
+	ctx, cancel := withTimer(r.ctx, r.c.settings().renewInterval)
 	defer cancel()
-	results := script.Batch(ctx, r.c.rdb, calls)
+	results := script.Batch(ctx, r.c.redis(), calls)
 	var failed error
 	var lost map[ownerMode]error // the holds found gone
 	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
@@ -135,7 +135,7 @@ func (r *renewer) round() error {
 		}
 		for j, h := range batches[i] {
 			if alive[j] {
-				h.confirm(sent.Add(r.c.leaseTime))
+				h.confirm(sent.Add(r.c.settings().leaseTime))
 			} else {
 				gone += len(h.leases)
 				err := fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name)
@@ -155,7 +155,7 @@ func (r *renewer) round() error {
 		failed = r.failure(ctx, failed)
 	}
 	// Leases found gone were sent but not renewed.
-	r.c.tel.renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
+	r.c.telemetry().renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
 	return failed
 }
 
@@ -166,7 +166,7 @@ func (r *renewer) failure(ctx context.Context, err error) error {
 	c := r.c
 	switch {
 	case ctx.Err() != nil:
-		return tag(fmt.Sprintf("fairrw: renewal: no answer from Redis at %s within %v", c.address(), c.renewInterval), errRedisTimeout, err)
+		return tag(fmt.Sprintf("fairrw: renewal: no answer from Redis at %s within %v", c.address(), c.settings().renewInterval), errRedisTimeout, err)
 	case redisDown(err):
 		return tag(fmt.Sprintf("fairrw: renewal: Redis at %s unavailable: %v", c.address(), err), ErrUnavailable, err)
 	}
@@ -208,7 +208,7 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 	}
 	groupOf := func(h *renewHold) group {
 		g := group{script: h.m.policy.renewScript().Name()}
-		if r.c.cluster {
+		if r.c.onCluster() {
 			g.slot = h.m.keys.slot
 		}
 		return g
@@ -230,7 +230,7 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 		batch := holds[i:end:end]
 		i = end
 		p := batch[0].m.policy
-		keys, args := p.renew(r.c.leaseTime, batch) // confirmed locally as sent + leaseTime
+		keys, args := p.renew(r.c.settings().leaseTime, batch) // confirmed locally as sent + leaseTime
 		calls = append(calls, script.Call{Script: p.renewScript(), Keys: keys, Args: args})
 		batches = append(batches, batch)
 	}

@@ -29,7 +29,7 @@ func renewHolds(t *testing.T) []*renewHold {
 // TestRenewBatchesSingleRedis: on a single Redis, holds of any slots share
 // script calls of maxRenewBatch: 280 holds take ceil(280/100) = 3 calls.
 func TestRenewBatchesSingleRedis(t *testing.T) {
-	r := &renewer{c: &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second}}
+	r := &renewer{c: &Client{conf: settings{policy: redissonPolicy{}, leaseTime: 30 * time.Second}}}
 	holds := renewHolds(t)
 	calls, batches := r.batches(holds)
 	if len(calls) != 3 || len(batches) != 3 {
@@ -52,7 +52,7 @@ func TestRenewBatchesSingleRedis(t *testing.T) {
 // TestRenewBatches: on a cluster, holds are grouped by slot, at most
 // maxRenewBatch to a script call, and each call's keys share one slot.
 func TestRenewBatches(t *testing.T) {
-	c := &Client{policy: redissonPolicy{}, leaseTime: 30 * time.Second, cluster: true}
+	c := &Client{conf: settings{policy: redissonPolicy{}, leaseTime: 30 * time.Second}, cluster: true}
 	r := &renewer{c: c}
 	holds := renewHolds(t)
 	calls, batches := r.batches(holds)
@@ -100,7 +100,7 @@ func testHold(t *testing.T, name string, mode Mode) *renewHold {
 // TestRenewBatchesByScript: a Client's Mutex holds renew with the RLock
 // script, its RWMutex holds with its policy's; one call never mixes them.
 func TestRenewBatchesByScript(t *testing.T) {
-	r := &renewer{c: &Client{policy: WriterPreferring().impl(), leaseTime: 30 * time.Second}}
+	r := &renewer{c: &Client{conf: settings{policy: WriterPreferring().impl(), leaseTime: 30 * time.Second}}}
 	var holds []*renewHold
 	for i := range 10 {
 		h := testHold(t, "lock:"+strconv.Itoa(i), Write)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/fairrw/rwlock/internal/compat"
 )
 
 // An RWMutex is a handle on one distributed read-write lock. Every Lock,
@@ -92,7 +90,7 @@ func (m *RWMutex) forceUnlock(f *forceTrace) error {
 		f.holders = m.holders(ctx, f.mode)
 	}
 	freed, err := boundedAs(m.c, ctx, "fairrw.force_unlock", func(ctx context.Context) (bool, error) {
-		return m.policy.forceUnlock(ctx, m.c.rdb, &m.keys, f.mode, m.c.publish)
+		return m.policy.forceUnlock(ctx, m.c.redis(), &m.keys, f.mode, m.c.publishCmd())
 	})
 	if err != nil {
 		return tag(fmt.Sprintf("fairrw: force unlock %q: %s", m.keys.name, unavailableReason(m.c.address(), err)), andEnded(ctx, err)...)
@@ -139,7 +137,7 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 	if len(opts) == 0 {
 		// The common call, apart: the loop below hands cfg to each
 		// option's method, which moves it to the heap.
-		return acquireConfig{lease: m.c.leaseTime}, nil
+		return acquireConfig{lease: m.c.settings().leaseTime}, nil
 	}
 	var cfg acquireConfig
 	for _, o := range opts {
@@ -151,7 +149,7 @@ func (m *RWMutex) prepare(mode Mode, opts []AcquireOption) (acquireConfig, error
 		}
 	}
 	if !cfg.explicit {
-		cfg.lease = m.c.leaseTime
+		cfg.lease = m.c.settings().leaseTime
 	}
 	return cfg, nil
 }
@@ -164,7 +162,7 @@ func (m *RWMutex) waitError(err error) error {
 	if err == ErrClosed {
 		return closedError(m.keys.name)
 	}
-	if m.c.tel.health.down.Load() && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+	if m.c.telemetry().health.down.Load() && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return tag(fmt.Sprintf("fairrw: waiting for %q while Redis at %s is unreachable: %s", m.keys.name, m.c.address(), reason(err)), ErrUnavailable, err)
 	}
 	return tag(fmt.Sprintf("fairrw: waiting for %q: %s", m.keys.name, reason(err)), err)
@@ -176,11 +174,11 @@ func (m *RWMutex) waitError(err error) error {
 func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 	if m.policy.queued() {
 		// A queue entry lives a lease unless its waiter tries again.
-		pttl = min(pttl, m.c.leaseTime/3)
+		pttl = min(pttl, m.c.settings().leaseTime/3)
 	}
 	switch {
 	case pttl == -time.Millisecond: // a key without TTL: cannot happen, but never sleep forever
-		return m.c.leaseTime
+		return m.c.settings().leaseTime
 	case pttl < time.Millisecond:
 		return time.Millisecond
 	default:
@@ -191,7 +189,7 @@ func (m *RWMutex) retryBound(pttl time.Duration) time.Duration {
 // newOwner draws a new owner id from the Client's counter, keeping
 // Redisson's "<uuid>:<long>" form.
 func (m *RWMutex) newOwner() *owner {
-	o := &owner{m: m, id: compat.Owner(m.c.id, m.c.owners.Add(1)), mu: make(chan struct{}, 1)}
+	o := &owner{m: m, id: m.c.newOwnerID(), mu: make(chan struct{}, 1)}
 	o.leases = o.first[:0]
 	return o
 }
@@ -243,16 +241,16 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		// The fast release only if no waiter of this Client is queued
 		// behind the hold: that one's queue entry would make it a wasted
 		// round trip (a waiter of another Client still may).
-		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waits.waiting(&m.keys),
+		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waiters().waiting(&m.keys),
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),
 		markerTTL: o.markerTTL(),
-		queue:     m.c.leaseTime,
-		publish:   m.c.publish,
+		queue:     m.c.settings().leaseTime,
+		publish:   m.c.publishCmd(),
 		// A writer this release granted the lock to may wait in this
 		// Client: the reply wakes it before the message would.
-		grants: m.c.waits,
+		grants: m.c.waiters(),
 	}}
 }
 
@@ -266,7 +264,7 @@ func (rc *releaseCall) procedure() string {
 // call sends one try of the release, as bounded runs it.
 func (rc *releaseCall) call(ctx context.Context) (releaseResult, error) {
 	m := rc.m
-	return m.policy.release(ctx, m.c.rdb, &m.keys, &rc.req)
+	return m.policy.release(ctx, m.c.redis(), &m.keys, &rc.req)
 }
 
 // send tries rc until Redis answers it, within ctx and deadline (zero:
@@ -302,7 +300,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 		}
 		if err == nil {
 			if !rc.reached || req.abandon {
-				m.c.janitor.drop(req.latch)
+				m.c.dropLatch(req.latch)
 			}
 			return res, nil
 		}
@@ -310,7 +308,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 		if definite(err) || (unreachableFails && !rc.reached) {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
-		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.wait(ctx, m.c.halt.Done()) != nil {
+		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.wait(ctx, m.c.haltContext().Done()) != nil {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
 	}
@@ -333,7 +331,7 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	try := func(ctx context.Context) bool {
 		_, err := m.send(ctx, time.Time{}, rc, false)
 		if err == nil {
-			m.c.held.released(o)
+			m.c.heldOwners().released(o)
 		}
 		return err == nil || definite(err)
 	}
@@ -343,7 +341,7 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	if done {
 		return
 	}
-	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.leaseTime) + leaseMargin)
+	moot := time.Now().Add(m.c.acceptWindow() + max(lease, m.c.settings().leaseTime) + leaseMargin)
 	m.c.followUp(m, "give back", moot, try)
 }
 

@@ -46,10 +46,10 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 // to Redis on its own.
 func (m *RWMutex) cohortFor(mode Mode, wait bool, cfg acquireConfig) *cohort {
 	c := m.c
-	if !c.cohorting || mode != Write || !wait || !m.policy.queued() || cfg.explicit || cfg.notify || cfg.unreachableFails || c.syncReplicas > 0 {
+	if !c.settings().cohorting || mode != Write || !wait || !m.policy.queued() || cfg.explicit || cfg.notify || cfg.unreachableFails || c.settings().syncReplicas > 0 {
 		return nil
 	}
-	return c.cohorts.join(&m.keys, m.policy.name() == phaseFairName)
+	return c.writeCohorts().join(&m.keys, m.policy.name() == phaseFairName)
 }
 
 // lockInCohort is Lock in co: it leads, or waits for its turn.
@@ -77,7 +77,7 @@ func (m *RWMutex) lockInCohort(ctx context.Context, co *cohort, cfg acquireConfi
 		return m.leadQueued(ctx, co, cfg, attempts, true, turn)
 	case <-ctx.Done():
 		err = m.waitError(ctx.Err())
-	case <-m.c.closing:
+	case <-m.c.closingDone():
 		err = closedError(m.keys.name)
 	}
 	m.tel.waiting(Write, -1)
@@ -164,12 +164,12 @@ func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int6
 	defer cancel()
 	type counts struct{ writers, readers int64 }
 	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
-		b := c.rdb.B()
-		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime)}
+		b := c.redis().B()
+		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.settings().leaseTime)}
 		if pf {
-			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.leaseTime))
+			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.settings().leaseTime))
 		}
-		res := c.rdb.DoMultiCache(ctx, cmds...)
+		res := c.redis().DoMultiCache(ctx, cmds...)
 		var n counts
 		var err error
 		if n.writers, err = res[0].AsInt64(); err != nil {
@@ -181,7 +181,7 @@ func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int6
 		return n, err
 	})
 	if _, refused := rueidis.IsRedisErr(err); refused {
-		c.cohorts.blind.Store(true)
+		c.writeCohorts().blind.Store(true)
 	}
 	return n.writers, n.readers, err
 }
@@ -190,10 +190,10 @@ func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int6
 // it is under way (until leave). It returns nil (whose methods do nothing)
 // when cohorts are off, for a TryRLock, or under another policy.
 func (m *RWMutex) readerEnters(wait bool) *cohortReader {
-	if !wait || !m.c.cohorting || !m.policy.queued() || m.policy.name() != phaseFairName {
+	if !wait || !m.c.settings().cohorting || !m.policy.queued() || m.policy.name() != phaseFairName {
 		return nil
 	}
-	co := m.c.cohorts.join(&m.keys, true)
+	co := m.c.writeCohorts().join(&m.keys, true)
 	co.readers.Add(1)
 	co.unsettled.Add(1)
 	return &cohortReader{co: co}
@@ -203,7 +203,7 @@ func (m *RWMutex) readerEnters(wait bool) *cohortReader {
 // hold (see readShares).
 func (m *RWMutex) sharesReads(mode Mode, cfg acquireConfig) bool {
 	c := m.c
-	return mode == Read && c.sharing && !c.shares.off.Load() && m.policy.queued() && !cfg.explicit && !cfg.notify && !cfg.unreachableFails && c.syncReplicas == 0
+	return mode == Read && c.sharesReads() && !c.readShares().off.Load() && m.policy.queued() && !cfg.explicit && !cfg.notify && !cfg.unreachableFails && c.settings().syncReplicas == 0
 }
 
 // acquireShared is RLock (wait) or TryRLock for a read that may share: it
@@ -211,7 +211,7 @@ func (m *RWMutex) sharesReads(mode Mode, cfg acquireConfig) bool {
 // or acquires in Redis, and its grant becomes the shared hold.
 // rd, when set, is the read as its cohort counts it (see cohortReader).
 func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait bool, attempts *acquireStats, rd *cohortReader) (*Lease, error) {
-	r := &m.c.shares
+	r := m.c.readShares()
 	s := r.enter(&m.keys)
 	defer r.done(s)
 	cfg.share = s
@@ -239,7 +239,7 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		case <-ctx.Done():
 			m.tel.waiting(Read, -1)
 			return nil, m.waitError(ctx.Err())
-		case <-m.c.closing:
+		case <-m.c.closingDone():
 			m.tel.waiting(Read, -1)
 			return nil, closedError(m.keys.name)
 		}
@@ -257,7 +257,7 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 // lease left is not shared, nor one that was released or found gone.
 func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, admitted *leadRun) (l *Lease, lead, follow *leadRun) {
 	c, s := m.c, cfg.share
-	r := &c.shares
+	r := c.readShares()
 	if admitted != nil && admitted.o != nil { // set before done closed
 		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg); l != nil {
 			return l, nil, nil
@@ -322,7 +322,7 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 	defer o.unlock()
 	now := time.Now()
 	st := o.alive(nil, now)
-	if o.unshared || o.lostRead.Load() || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.leaseTime/minPassLeft || c.isClosing() {
+	if o.unshared || o.lostRead.Load() || st.writes != 0 || len(st.reads) == 0 || st.reads[0] < c.settings().leaseTime/minPassLeft || c.isClosing() {
 		return nil
 	}
 	// The share lasts its own lease, as a grant from Redis would, at most
@@ -350,10 +350,10 @@ func (m *RWMutex) queueExists(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
 	defer cancel()
 	n, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
-		return c.rdb.DoCache(ctx, c.rdb.B().Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.leaseTime).AsInt64()
+		return c.redis().DoCache(ctx, c.redis().B().Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.settings().leaseTime).AsInt64()
 	})
 	if _, refused := rueidis.IsRedisErr(err); refused {
-		c.shares.off.Store(true)
+		c.readShares().off.Store(true)
 	}
 	return n != 0, err
 }

@@ -151,10 +151,10 @@ func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
 		// An error (the slot's primary is unreachable, say) is answered by
 		// the next probe; the waiters meanwhile take short naps.
 		ctx, cancel := context.WithTimeout(g.ctx, probeTimeout)
-		stop := context.AfterFunc(r.c.halt, cancel) // a Shutdown cut short
-		req := wire.Probe{Channel: g.keys.channel, Publish: r.c.publish, Probe: p}
+		stop := context.AfterFunc(r.c.haltContext(), cancel) // a Shutdown cut short
+		req := wire.Probe{Channel: g.keys.channel, Publish: r.c.publishCmd(), Probe: p}
 		keys, args := req.Render()
-		_ = probeScript.Exec(ctx, r.c.rdb, keys, args).Error()
+		_ = probeScript.Exec(ctx, r.c.redis(), keys, args).Error()
 		stop()
 		cancel()
 		// A kick ends the nap as a closing channel would, with ErrClosed.

@@ -228,7 +228,7 @@ func stringMessage(t *testing.T, v string) rueidis.RedisMessage {
 // take the grant up with an attempt instead, so that the lease counts from
 // the grant.
 func TestGrantedBy(t *testing.T) {
-	m := &RWMutex{c: &Client{leaseTime: 30 * time.Second}}
+	m := &RWMutex{c: &Client{conf: settings{leaseTime: 30 * time.Second}}}
 	r, g, ws := testGroup(WriterPreferring(), Write)
 	ws[0].owner = "c:1"
 	refused := time.Now().Add(-time.Second)
@@ -256,7 +256,7 @@ func TestGrantedBy(t *testing.T) {
 	for name, b := range map[string]acquisition{
 		"WithLease":        {m: m, w: ws[0], cfg: acquireConfig{lease: 10 * time.Second, explicit: true}, refused: refused, refusedUs: 500},
 		"WithLease long":   {m: m, w: ws[0], cfg: acquireConfig{lease: time.Minute, explicit: true}, refused: refused, refusedUs: 500},
-		"WithSyncReplicas": {m: &RWMutex{c: &Client{leaseTime: 30 * time.Second, syncReplicas: 1}}, w: ws[0], cfg: acquireConfig{lease: 30 * time.Second}, refused: refused, refusedUs: 500},
+		"WithSyncReplicas": {m: &RWMutex{c: &Client{conf: settings{leaseTime: 30 * time.Second, syncReplicas: 1}}}, w: ws[0], cfg: acquireConfig{lease: 30 * time.Second}, refused: refused, refusedUs: 500},
 	} {
 		if _, ok := b.grantedBy(); ok {
 			t.Errorf("%s: a grant was used without taking it up", name)

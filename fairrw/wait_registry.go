@@ -71,7 +71,7 @@ func (r *waitRegistry) join(k *lockKeys, p policyImpl, mode Mode, owner string) 
 
 func (r *waitRegistry) joinLocked(k *lockKeys, p policyImpl, mode Mode, owner string) *waiter {
 	g := r.groupLocked(k, p)
-	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closing}
+	w := &waiter{group: g, mode: mode, owner: owner, wake: make(chan wakeSource, 1), busy: true, closing: r.c.closingDone()}
 	g.waiters = append(g.waiters, w)
 	return w
 }

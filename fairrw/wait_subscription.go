@@ -17,8 +17,8 @@ import (
 // connection) until the group's last waiter leaves, then unsubscribes.
 func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 	defer r.wg.Done()
-	rdb := r.c.rdb
-	sharded := r.c.publish == compat.SPublish
+	rdb := r.c.redis()
+	sharded := r.c.publishCmd() == compat.SPublish
 	channel := g.keys.channel
 	// rueidis recycles a command once it ran: build a fresh one every time.
 	// Pinned, (un)subscribe commands are never recycled: rueidis can match
@@ -53,7 +53,7 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 	// A Shutdown cut short (halt) does not wait for a Redis that does not
 	// answer, where rueidis can stop the command: the server drops the
 	// subscription with the connection.
-	uctx, cancel := context.WithTimeout(r.c.halt, r.c.unlockTimeout)
+	uctx, cancel := context.WithTimeout(r.c.haltContext(), r.c.settings().unlockTimeout)
 	defer cancel()
 	if !notBusy(uctx, rdb) {
 		// Still busy in a script: the server keeps the subscription until
