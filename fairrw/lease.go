@@ -276,9 +276,7 @@ func (l *Lease) leaveShare(others ownerState, now time.Time) bool {
 // lock is free.
 func (l *Lease) leaveShareInline() bool {
 	o := l.own
-	select {
-	case o.mu <- struct{}{}:
-	default:
+	if !o.tryLock() {
 		return false
 	}
 	defer o.unlock()
@@ -292,9 +290,7 @@ func (l *Lease) leaveShareInline() bool {
 // the release goes its usual way, and passes there if it can.
 func (l *Lease) passInline() bool {
 	o := l.own
-	select {
-	case o.mu <- struct{}{}:
-	default:
+	if !o.tryLock() {
 		return false
 	}
 	defer o.unlock()

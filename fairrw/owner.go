@@ -105,12 +105,22 @@ func (o *owner) lost(mode Mode) *atomic.Bool {
 	return &o.lostWrite
 }
 
-// lock takes the owner's lock, or returns ctx's error.
-func (o *owner) lock(ctx context.Context) error {
+// tryLock takes the owner's lock if it is free, and reports whether it
+// did: Unlock's inline paths (a share left, a cohort's pass) run on the
+// caller's goroutine only then.
+func (o *owner) tryLock() bool {
 	select {
 	case o.mu <- struct{}{}:
-		return nil
+		return true
 	default:
+		return false
+	}
+}
+
+// lock takes the owner's lock, or returns ctx's error.
+func (o *owner) lock(ctx context.Context) error {
+	if o.tryLock() {
+		return nil
 	}
 	select {
 	case o.mu <- struct{}{}:
@@ -124,10 +134,8 @@ func (o *owner) lock(ctx context.Context) error {
 // deadline unless it is zero. The deadline's context is made only when the
 // lock is taken already: most changes find it free.
 func (o *owner) lockBy(ctx context.Context, deadline time.Time) error {
-	select {
-	case o.mu <- struct{}{}:
+	if o.tryLock() {
 		return nil
-	default:
 	}
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
