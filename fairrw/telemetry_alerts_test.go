@@ -270,6 +270,9 @@ func TestTelemetryContentionIsNoOutage(t *testing.T) {
 		}
 		if recs := e.logs.atLeast(slog.LevelInfo); len(recs) != 0 {
 			t.Errorf("logged %d records for a wait timeout, want none", len(recs))
+			for _, r := range recs {
+				t.Logf("logged: %s %q %v", r.Level, r.Message, recordAttrs(r))
+			}
 		}
 	})
 }
