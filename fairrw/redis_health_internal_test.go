@@ -351,14 +351,33 @@ func TestDialCutByDeadlineIsNoOutage(t *testing.T) {
 		t.Fatalf("logged %q for a dial and a call that their ctx's deadline ended", got)
 	}
 	// The same dial with a ctx that has no deadline, to a port nobody
-	// listens on, is Redis unreachable.
-	addr := l.Addr().String()
-	l.Close()
-	if conn, err := dial(context.Background(), addr, &net.Dialer{}, nil); err == nil {
+	// listens on, is Redis unreachable: a socket bound and never listening
+	// holds the port, so that the dial is refused.
+	if conn, err := dial(context.Background(), refusingAddr(t), &net.Dialer{}, nil); err == nil {
 		conn.Close()
-		t.Skip("the closed port was taken again")
+		t.Fatal("a dial to a port bound without a listener connected")
 	}
 	if got, want := e.logs.messages(), []string{"WARN fairrw: Redis unreachable"}; !slices.Equal(got, want) {
 		t.Fatalf("logs %q after a refused dial, want %q", got, want)
 	}
+}
+
+// refusingAddr returns the address of a loopback port bound by a socket
+// that never listens, held until the test ends: a connection to it is
+// refused, and no other listener can take the port meanwhile.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
