@@ -127,9 +127,11 @@ func RunConformance(t *testing.T, tg ConfTarget, topSeed, seed uint64, dur time.
 			e.f.Servers = append(e.f.Servers, tg.Tenant.Server)
 			e.f.admins = append(e.f.admins, tg.Tenant.Admin)
 			e.scope = tg.Tenant.Ns + ":"
+			e.o.ctl.WatchRedis(t, tg.Tenant.Server.Addr, ConfAdminName)
 			break
 		}
 		r := redistest.StartProcess(t)
+		e.o.ctl.WatchRedis(t, r.Addr, ConfAdminName)
 		e.f.Servers = append(e.f.Servers, r)
 		e.f.admins = append(e.f.admins, r.Client(t, func(o *rueidis.ClientOption) {
 			o.DisableCache = true

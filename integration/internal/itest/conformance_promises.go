@@ -297,6 +297,33 @@ func (e *confEnv) forceUnlock(rng *rand.Rand, name string) {
 // armed drop counts from when it fired).
 func (o *confOracle) quietLocked(from, to time.Time) bool { return !o.faults.firedWithin(from, to) }
 
+// confPlaceStall is the stall that may cost a waiter its place: its queue
+// entry lives a lease (confLeaseTime) and it refreshes it every third of
+// one, so a refresh held up by two thirds of a lease, by the machine and
+// Redis together, finds it gone; docs/policies.md promises the place only
+// to a waiter that keeps refreshing. Half that slack in either control
+// alone is taken as such a stall.
+const confPlaceStall = confLeaseTime / 3
+
+// steadyLocked: quietLocked, and neither the machine nor a Redis server
+// stalled for confPlaceStall or more in [from, to] (the lateness
+// control's bare waits, its Redis controls' PINGs): a wait whose order the
+// policy promises.
+func (o *confOracle) steadyLocked(from, to time.Time) bool {
+	if !o.quietLocked(from, to) {
+		return false
+	}
+	if o.ctl == nil {
+		return true
+	}
+	stall := max(o.ctl.WorstStall(from, to, false), o.ctl.WorstStall(from, to, true))
+	if stall >= confPlaceStall {
+		o.Stats["order: holds not judged for order, the machine or Redis stalled a third of a lease in their wait"]++
+		return false
+	}
+	return true
+}
+
 // endsAfterLocked is a lower bound on the end in Redis of h's hold: its
 // Unlock call (or a ForceUnlock), its Deadline (Redis keeps it past that),
 // its end seen, its Client's stop.
@@ -339,7 +366,7 @@ func (o *confOracle) orderChecks(fair, phaseFair bool) {
 		label := fmt.Sprintf("#%d", h.id)
 		byLabel[label] = h
 		stopped := h.gen != nil && !h.gen.stopBegan.IsZero() && !h.gen.stopBegan.After(h.granted)
-		quiet := o.quietLocked(h.callStart.Add(-500*time.Millisecond), h.granted)
+		quiet := o.steadyLocked(h.callStart.Add(-500*time.Millisecond), h.granted)
 		if h.mode == fairrw.Write {
 			w := history.WriteGrant{Owner: label, Lock: h.Name, Call: h.callStart, Return: h.granted, Token: h.token,
 				KeepsPlace: h.waits && (h.asked == 0 || h.asked >= time.Second) && quiet && !stopped}
@@ -441,7 +468,7 @@ func (o *confOracle) cohortBoundLocked(now time.Time) {
 	judged, worst := 0, 0
 	for _, h := range o.tops {
 		if h.Quorum || h.mode != fairrw.Write || !h.waits || h.inCohort(true) || h.gen == nil ||
-			!o.quietLocked(h.callStart.Add(-500*time.Millisecond), h.granted) {
+			!o.steadyLocked(h.callStart.Add(-500*time.Millisecond), h.granted) {
 			continue
 		}
 		judged++

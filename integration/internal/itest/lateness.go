@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // lateness is the control of a test's wall-clock bounds: while the test
@@ -22,11 +24,40 @@ type Lateness struct {
 	// beside counts the bare waits started by Beside still running.
 	beside sync.WaitGroup
 
+	// watchers counts the Redis controls started by WatchRedis.
+	watchers sync.WaitGroup
+
 	Mu      sync.Mutex
 	worst   time.Duration
 	samples int
 	checks  []latenessCheck
+	// stalls are the control waits and Redis round trips that ran late by
+	// stallRecorded or more, with when: a bound on a stretch of time (a
+	// waiter's wait) asks what the machine and Redis did in that stretch,
+	// not over the whole test.
+	stalls []Stall
+	// pinging is when the Redis controls' round trips still in flight
+	// began, by server: a server stalled now shows before its PING returns.
+	pinging map[string]time.Time
 }
+
+// A Stall is a stretch of time in which a control was held up: a bare
+// wait that fired late (From its deadline, To when it fired), or a PING
+// to a Redis server that took long to answer (From its send, To its
+// answer).
+type Stall struct {
+	From, To time.Time
+	// Redis is the server's address for a PING, "" for a bare wait.
+	Redis string
+}
+
+// stallRecorded is the least delay a Stall is recorded for: an idle
+// machine's lateness is a few milliseconds, and a bound cares about
+// hundreds.
+const stallRecorded = 20 * time.Millisecond
+
+// redisControlEvery is how often a Redis control sends its PING.
+const redisControlEvery = 20 * time.Millisecond
 
 // latenessCheck is one bound recorded by within.
 type latenessCheck struct {
@@ -66,6 +97,7 @@ func (l *Lateness) run(k int) {
 			late := time.Since(start) - d
 			cancel()
 			l.sample(late)
+			l.stalled(Stall{From: start.Add(d), To: start.Add(d + late)})
 		case <-l.stop:
 			cancel()
 			return
@@ -94,8 +126,88 @@ func (l *Lateness) Beside(d time.Duration, wait func(ctx context.Context)) {
 		defer l.beside.Done()
 		defer cancel()
 		wait(ctx)
-		l.sample(time.Since(start) - d)
+		late := time.Since(start) - d
+		l.sample(late)
+		l.stalled(Stall{From: start.Add(d), To: start.Add(d + late)})
 	}()
+}
+
+// WatchRedis starts a Redis control beside the bare waits: until the
+// test ends, a bare PING to the server at addr every 20 ms, on a client of
+// its own named name (a test that kills connections by name spares its
+// admin's), whose round trips that took stallRecorded or more are kept as
+// Stalls of that server. A redis-server is a process like the test's: on
+// a loaded machine (a second suite beside this one) it is scheduled late
+// too, and then every call to it is late by as much while the test's own
+// goroutines, and so the bare waits, run on time.
+func (l *Lateness) WatchRedis(t testing.TB, addr, name string) {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ClientName: name})
+	if err != nil {
+		t.Fatalf("lateness: Redis control for %s: %v", addr, err)
+	}
+	l.watchers.Add(1)
+	go func() {
+		defer l.watchers.Done()
+		defer c.Close()
+		tick := time.NewTicker(redisControlEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			l.Mu.Lock()
+			if l.pinging == nil {
+				l.pinging = map[string]time.Time{}
+			}
+			l.pinging[addr] = start
+			l.Mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = c.Do(ctx, c.B().Ping().Build()).Error()
+			cancel()
+			end := time.Now()
+			l.Mu.Lock()
+			delete(l.pinging, addr)
+			l.Mu.Unlock()
+			l.stalled(Stall{From: start, To: end, Redis: addr})
+		}
+	}()
+}
+
+// stalled keeps s if it lasted stallRecorded or more.
+func (l *Lateness) stalled(s Stall) {
+	if s.To.Sub(s.From) < stallRecorded {
+		return
+	}
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	l.stalls = append(l.stalls, s)
+}
+
+// WorstStall returns the longest Stall of a Redis control (redis true) or
+// of the bare waits (false) that overlaps [from, to], a PING still in
+// flight at to included: what Redis, or the machine, added to a call
+// made in that stretch.
+func (l *Lateness) WorstStall(from, to time.Time, redis bool) time.Duration {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	var worst time.Duration
+	for _, s := range l.stalls {
+		if (s.Redis != "") == redis && s.From.Before(to) && s.To.After(from) {
+			worst = max(worst, s.To.Sub(s.From))
+		}
+	}
+	if redis {
+		for _, began := range l.pinging {
+			if began.Before(to) {
+				worst = max(worst, to.Sub(began))
+			}
+		}
+	}
+	return worst
 }
 
 // sample counts one bare wait that fired late.
@@ -144,6 +256,7 @@ func (l *Lateness) judge(t testing.TB) {
 	close(l.stop)
 	<-l.done
 	l.beside.Wait()
+	l.watchers.Wait()
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	if l.samples == 0 {
@@ -170,5 +283,16 @@ func (l *Lateness) judge(t testing.TB) {
 	if len(l.checks) > 0 {
 		t.Logf("lateness: %d checks, the latest %v; the control's worst lateness %v over %d samples",
 			len(l.checks), worstCheck.Round(time.Millisecond), l.worst.Round(time.Millisecond), l.samples)
+	}
+	var redisWorst time.Duration
+	redisStalls := 0
+	for _, s := range l.stalls {
+		if s.Redis != "" {
+			redisStalls++
+			redisWorst = max(redisWorst, s.To.Sub(s.From))
+		}
+	}
+	if redisStalls > 0 {
+		t.Logf("lateness: the Redis controls' PINGs took %v or more %d times, the worst %v", stallRecorded, redisStalls, redisWorst.Round(time.Millisecond))
 	}
 }
