@@ -268,12 +268,19 @@ func TestTelemetryContentionIsNoOutage(t *testing.T) {
 		if got, want := firing(t, rm), []string{"LockWaitsSlow"}; !slices.Equal(got, want) {
 			t.Errorf("alerts %q, want %q", got, want)
 		}
-		if recs := e.logs.atLeast(slog.LevelInfo); len(recs) != 0 {
+		// Nothing is logged for a wait timeout, but for the give-back of
+		// its queue entry when Redis did not confirm it within the clean-up
+		// grace (a loaded machine: two suites side by side), which goes on
+		// in the background and is logged as such until done.
+		recs := e.logs.atLeast(slog.LevelInfo)
+		recs = slices.DeleteFunc(recs, backgroundGiveBack)
+		if len(recs) != 0 {
 			t.Errorf("logged %d records for a wait timeout, want none", len(recs))
 			for _, r := range recs {
 				t.Logf("logged: %s %q %v", r.Level, r.Message, recordAttrs(r))
 			}
 		}
+		e.awaitBackgroundDone(t)
 	})
 }
 

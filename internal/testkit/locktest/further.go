@@ -80,7 +80,7 @@ func (tc shorterCase) run(t *testing.T, env Env, c *fairrw.Client) {
 	if tc.lease > 0 {
 		opts = append(opts, fairrw.WithLease(tc.lease))
 	}
-	second := hold(t, first, tc.second, opts...)
+	second := holdInTime(t, first, tc.second, opts...)
 	kept, gone := first, second
 	if tc.releaseFirst {
 		kept, gone = second, first
@@ -211,4 +211,27 @@ func anyWrite(leases []*fairrw.Lease) bool {
 		}
 	}
 	return false
+}
+
+// holdInTime takes a further hold as hold does, and tries again, up to 5
+// times, when Redis granted it too late for its lease (ErrNotAcquired: a
+// grant answered after its lease ran out is given back): on a loaded
+// machine, two suites side by side, a further hold of furtherShort was
+// answered more than 500 ms after it was sent. What the cases check is
+// what the hold does to the others once it is granted, and a refusal of
+// another kind still fails at once.
+func holdInTime(t testing.TB, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.AcquireOption) *fairrw.Lease {
+	t.Helper()
+	for try := 1; try < 5; try++ {
+		nl, err := further(ctx(t), l, mode, opts...)
+		if err == nil {
+			checkFurther(t, l, nl, mode)
+			return nl
+		}
+		if !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Fatalf("further %s from a %s lease on %s: %v", mode, hidden.Mode(l), hidden.Name(l), err)
+		}
+		t.Logf("further %s, try %d: %v; trying again", mode, try, err)
+	}
+	return hold(t, l, mode, opts...)
 }

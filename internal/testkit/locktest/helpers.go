@@ -223,10 +223,17 @@ func hold(t testing.TB, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.Acquir
 	if err != nil {
 		t.Fatalf("further %s from a %s lease on %s: %v", mode, hidden.Mode(l), hidden.Name(l), err)
 	}
+	checkFurther(t, l, nl, mode)
+	return nl
+}
+
+// checkFurther fails t unless nl, a further hold of mode from l, has l's
+// owner and name.
+func checkFurther(t testing.TB, l, nl *fairrw.Lease, mode fairrw.Mode) {
+	t.Helper()
 	if nl.Owner() != l.Owner() || hidden.Mode(nl) != mode || hidden.Name(nl) != hidden.Name(l) {
 		t.Fatalf("further %s: owner %s mode %s name %s, want %s %s %s", mode, nl.Owner(), hidden.Mode(nl), hidden.Name(nl), l.Owner(), mode, hidden.Name(l))
 	}
-	return nl
 }
 
 // EventuallyNothing waits until no key that mentions the lock name is left

@@ -49,6 +49,9 @@ type Redis struct {
 	logPath string   // stdout+stderr of every run, appended
 	proc    *process // nil while stopped
 	paused  bool
+	// unhold closes the socket that holds the port of a server stopped by
+	// Stop or Kill until it starts again (nil: nothing held).
+	unhold func()
 }
 
 // requireRedis reports whether FAIRRW_REQUIRE_REDIS=1.

@@ -3,6 +3,7 @@ package redistest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,7 @@ func launch(tb testing.TB, bin, logName string, argsFor func(dir string, port in
 		if err := r.killLocked(); err != nil {
 			tb.Errorf("redistest: cleanup: %v", err)
 		}
+		r.releasePortLocked()
 	})
 
 	r.mu.Lock()
@@ -183,7 +185,38 @@ func (r *Redis) startLocked() error {
 		}
 		return fmt.Errorf("%s %q: %w\n---- tail of %s ----\n%s\n----", r.bin, r.args, err, r.logPath, tail(r.logPath, 40))
 	}
+	r.releasePortLocked()
 	return nil
+}
+
+// holdPortLocked holds the port of a server just stopped, so that it can
+// start again on it: with two suites on one machine, another suite's server
+// or connection took a port in the 7 s a test kept its server down
+// ("Address already in use" at the restart). Best effort: a port taken
+// before the hold is reported when the server starts again.
+func (r *Redis) holdPortLocked() {
+	if r.unhold != nil {
+		return
+	}
+	_, p, err := net.SplitHostPort(r.Addr)
+	if err != nil {
+		return
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return
+	}
+	if release, err := reservePort(port); err == nil {
+		r.unhold = release
+	}
+}
+
+// releasePortLocked ends holdPortLocked's hold, if any.
+func (r *Redis) releasePortLocked() {
+	if r.unhold != nil {
+		r.unhold()
+		r.unhold = nil
+	}
 }
 
 // killLocked sends SIGKILL (which also ends a stopped process) and waits for
@@ -257,6 +290,7 @@ func (r *Redis) Stop(tb testing.TB) {
 	if err := r.stopLocked(); err != nil {
 		tb.Fatalf("redistest: stop: %v", err)
 	}
+	r.holdPortLocked()
 }
 
 // Restart stops the server (if running) and starts it again with the same
@@ -270,6 +304,7 @@ func (r *Redis) Restart(tb testing.TB) {
 	if err := r.stopLocked(); err != nil {
 		tb.Fatalf("redistest: restart: %v", err)
 	}
+	r.holdPortLocked()
 	if err := r.startLocked(); err != nil {
 		tb.Fatalf("redistest: restart: %v", err)
 	}
@@ -285,6 +320,7 @@ func (r *Redis) Kill(tb testing.TB) {
 	if err := r.killLocked(); err != nil {
 		tb.Fatalf("redistest: kill: %v", err)
 	}
+	r.holdPortLocked()
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open but nothing is
