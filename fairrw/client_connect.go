@@ -303,6 +303,29 @@ func (c *Client) await(ctx context.Context, name string) error {
 	}
 }
 
+// whenConnected waits until the Client is connected (at once when New
+// connected), and reports whether it is: false once ctx ends, the Client
+// closes or connecting failed for good. Work of the Client's own that
+// starts without a call awaiting the connection, and needs Redis, waits
+// here before it reads c.redis(): a group's subscription loop, which a
+// quorum's waiter starts on every node's Client, connected or not (nil
+// until then: the loop panicked when a node was still connecting in the
+// background).
+func (c *Client) whenConnected(ctx context.Context) bool {
+	conn := c.conn
+	if conn == nil {
+		return true
+	}
+	select {
+	case <-conn.ready:
+		return true
+	case <-ctx.Done():
+	case <-c.closing:
+	case <-conn.failed:
+	}
+	return false
+}
+
 // stopConnecting ends the background connection, if any, without waiting
 // for a dial under way: a client it makes from now on is closed at once.
 func (c *Client) stopConnecting() {

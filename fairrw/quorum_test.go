@@ -3,6 +3,8 @@ package fairrw_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -467,5 +469,78 @@ func TestQuorumWaitsWhileANodeClientCloses(t *testing.T) {
 		for _, c := range clients {
 			_ = c.Close()
 		}
+	}
+}
+
+// TestQuorumWaitsWhileANodeConnects: a node's Client still connecting in
+// the background (its Redis accepts connections and never answers) does
+// not keep a waiting quorum Lock from its grant on the two other nodes
+// once the holder releases: the waiter's subscription on that node waits
+// for its connection rather than reading a Client with no Redis yet (it
+// panicked, in the conformance test's quorum beside a paused node).
+func TestQuorumWaitsWhileANodeConnects(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	// Run last, once the Clients closed their connections to it.
+	t.Cleanup(func() { _ = silent.Close(); conns.Wait() })
+	conns.Go(func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() { _, _ = io.Copy(io.Discard, c) }) // reads, never answers
+		}
+	})
+	var clients, others []*fairrw.Client
+	for i := range 3 {
+		opt := rueidis.ClientOption{InitAddress: []string{silent.Addr().String()}, ConnWriteTimeout: 200 * time.Millisecond}
+		if i > 0 {
+			_, opt = redistest.Miniredis(t)
+			o, err := fairrw.New(fairrw.WithClientOption(opt), fairrw.WithLeaseTime(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = o.Close() })
+			others = append(others, o)
+		}
+		c, err := fairrw.New(fairrw.WithClientOption(opt), fairrw.WithLeaseTime(10*time.Second), fairrw.WithConnectTimeout(500*time.Millisecond))
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	q, err := fairrw.NewQuorum(clients, fairrw.WithNodeTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	holder, err := fairrw.NewQuorum(append([]*fairrw.Client{clients[0]}, others...), fairrw.WithNodeTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := quorumCtx(t)
+	held, err := holder.RWMutex("q:connecting").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := q.RWMutex("q:connecting").Lock(ctx)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the waiter joins every node's waiters
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("quorum Lock with one node still connecting: %v", err)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // connection) until the group's last waiter leaves, then unsubscribes.
 func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 	defer r.wg.Done()
+	if !r.c.whenConnected(ctx) {
+		return // the group ended, or the Client did, before it connected
+	}
 	rdb := r.c.redis()
 	sharded := r.c.publishCmd() == compat.SPublish
 	channel := g.keys.channel
