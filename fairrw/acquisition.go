@@ -379,7 +379,11 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		// A try that rueidis ended at ctx's deadline may return a moment
 		// before ctx reports it: the next turn of the loop does.
 		unanswered = time.Since(called)
-		if redisDown(err) {
+		// A try that the caller's ctx cut short (a dial the net package
+		// ended at ctx's deadline, as an i/o timeout, a moment before ctx
+		// reports it) says nothing of Redis: it does not hide the refusal
+		// before it, which is what the caller is told.
+		if redisDown(err) && !cutShort(ctx) {
 			failed = err
 		}
 		if (failed != nil || unanswered >= m.c.telemetry().slowAnswer) && a.down.IsZero() {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,8 +75,6 @@ func TestFaultScriptFlush(t *testing.T) {
 	raw := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 	for _, p := range itest.Policies {
 		t.Run(p.String(), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-			defer cancel()
 			stop := make(chan struct{})
 			var flushes atomic.Int64
 			go func() {
@@ -91,10 +90,21 @@ func TestFaultScriptFlush(t *testing.T) {
 				}
 			}()
 			defer close(stop)
-			x := runExclusive(t, ctx, []*fairrw.Client{
+			clients := []*fairrw.Client{
 				itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p)),
 				itest.NewClient(t, r, itest.Transports[1], fairrw.WithPolicy(p)),
-			}, "fault:flush:"+p.String(), 6)
+			}
+			// On a loaded machine 700 ms may grant too few to mean anything
+			// (11-13 grants with two suites side by side and other work
+			// beside them): rounds of 700 ms, each on its own lock and its
+			// history checked, until 20 grants and 5 flushes, at most 10.
+			var x itest.Exclusive
+			for round := 0; round < 10 && (x.Grants < 20 || flushes.Load() < 5); round++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+				res := runExclusive(t, ctx, clients, fmt.Sprintf("fault:flush:%s:%d", p, round), 6)
+				cancel()
+				x.Grants, x.Writes, x.Ops = x.Grants+res.Grants, x.Writes+res.Writes, x.Ops+res.Ops
+			}
 			if x.Grants < 20 || flushes.Load() < 5 {
 				t.Fatalf("%d grants and %d flushes: too few to mean anything", x.Grants, flushes.Load())
 			}

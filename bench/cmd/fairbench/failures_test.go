@@ -127,13 +127,7 @@ func TestFailingAndStallingContenders(t *testing.T) {
 			t.Errorf("the verdict does not say %q:\n%s", want, verdict)
 		}
 	}
-	// The stall costs its limit and a grace of as long, once; the rest is
-	// two 200 ms scenarios and their charts, which take 3 s alone and up to
-	// 16 s under -race on a busy 2-core machine: the bound only catches a
-	// stall that is waited for without limit.
-	if elapsed > 45*time.Second {
-		t.Errorf("the run took %v", elapsed)
-	}
+	t.Logf("the run took %v", elapsed)
 	others := map[string]bool{}
 	for _, c := range allContenders() {
 		others[c.Name] = c.Name != "phase-fair"
@@ -178,6 +172,16 @@ func TestFailingAndStallingContenders(t *testing.T) {
 	for _, f := range rep.Failures {
 		if f.Stalled != (f.Contender == "stalling") || f.Rep != 1 || f.Error == "" {
 			t.Errorf("failure %+v", f)
+		}
+		// The stall costs its limit (-timeout 1s) and a grace of as long,
+		// once, counted from its run's start: judged there, not on the
+		// whole run's time, which is two scenarios and their charts and
+		// took 3 s alone, 16 s on a busy machine and 73 s with two suites
+		// side by side. The allowance covers a run's start (the contender's
+		// Clients) and timers run late on a loaded machine; a stall waited
+		// for without limit is far past it.
+		if limit, grace, allowance := time.Second, time.Second, 5*time.Second; f.Stalled && f.AfterS > (limit+grace+allowance).Seconds() {
+			t.Errorf("the stall of %s was abandoned %.1fs after its run began, want at most its limit %v, a grace of %v and %v", f.Contender, f.AfterS, limit, grace, allowance)
 		}
 	}
 }

@@ -107,10 +107,15 @@ func eventuallyNoKeysButLatches(t testing.TB, env Env, name string) {
 // (miniredis under -race on a loaded machine took 27-113 ms for the bare
 // script in five attempts in a row; with two copies of the suite side by
 // side, a release on a container's Redis took over 20 ms while the other
-// two controls stayed under 10); an attempt with every control well within
-// the grace must succeed.
+// two controls stayed under 10). An attempt with every control well within
+// the grace should succeed; three that fail fail the test: a release that
+// ignores the grace fails every attempt, while one goroutine of a loaded
+// machine can still be held up past the grace while each control, on
+// goroutines of their own, was not (once, with two suites side by side,
+// every control at 8 ms).
 func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 	c := env.client(t)
+	clean := 0 // failed attempts during which every control stayed well within the grace
 	for attempt := 1; ; attempt++ {
 		l := lock(t, c.RWMutex(name(t)), fairrw.Write)
 		// The same release on the same Client, under no deadline: what a
@@ -155,9 +160,12 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 			break
 		}
 		const well = hidden.CleanupGrace / 2
-		if (stall < well && script < well && release < well) || attempt == 20 {
-			t.Fatalf("Unlock with a cancelled ctx: %v (attempt %d; the machine's worst lateness during the call %v, a bare script beside it %v, an Unlock of the same Client beside it %v)",
-				err, attempt, stall, script, release)
+		if stall < well && script < well && release < well {
+			clean++
+		}
+		if clean == 3 || attempt == 20 {
+			t.Fatalf("Unlock with a cancelled ctx: %v (attempt %d, the %s with every control well within the grace; this one: the machine's worst lateness during the call %v, a bare script beside it %v, an Unlock of the same Client beside it %v)",
+				err, attempt, ordinal(clean), stall, script, release)
 		}
 		t.Logf("attempt %d: Unlock with a cancelled ctx: %v, with the machine %v late, a bare script taking %v and an Unlock beside it %v: again", attempt, err, stall, script, release)
 		EventuallyNoKeys(t, env, name(t)) // the release went on in the background
@@ -198,4 +206,17 @@ func MachineStall(f func()) time.Duration {
 	f()
 	close(stop)
 	return <-worst
+}
+
+// ordinal names the n-th (1 to 3) of the clean attempts that failed.
+func ordinal(n int) string {
+	switch n {
+	case 0:
+		return "last attempt, none"
+	case 1:
+		return "first"
+	case 2:
+		return "second"
+	}
+	return "third"
 }

@@ -166,7 +166,7 @@ func FurtherHoldsEach(t *testing.T, env Env) {
 // lease it unlocks).
 func releaseEach(t *testing.T, first *fairrw.Lease, m1, m2 fairrw.Mode, order [3]int, keepOut func(write bool), grant func() *fairrw.Lease) {
 	t.Helper()
-	holds := []*fairrw.Lease{first, hold(t, first, m1, fairrw.WithLease(furtherShort)), hold(t, first, m2)}
+	holds := []*fairrw.Lease{first, holdInTime(t, first, m1, fairrw.WithLease(furtherShort)), hold(t, first, m2)}
 	keepOut(anyWrite(holds))
 	for i, idx := range order {
 		l := holds[idx]
