@@ -106,6 +106,7 @@ func TestShutdownManyHolds(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			sem := make(chan struct{}, 32)
+			acquiring := time.Now()
 			for i := range n {
 				wg.Add(1)
 				sem <- struct{}{}
@@ -123,6 +124,9 @@ func TestShutdownManyHolds(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			// The control of the Shutdown's time: what the same Client took
+			// to acquire the holds, 32 at a time, on this machine now.
+			acquired := time.Since(acquiring)
 			close(errs)
 			for err := range errs {
 				if err != nil {
@@ -154,9 +158,15 @@ func TestShutdownManyHolds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Shutdown of %d holds: %v", n, err)
 			}
-			if took > 10*time.Second {
-				t.Fatalf("Shutdown of %d holds took %v", n, took)
+			// Releasing them takes no longer than acquiring them did, and
+			// a few seconds: a Shutdown that released one owner after
+			// another, each a round trip, would take far longer (it took 11 s
+			// with two suites side by side and other work beside them,
+			// against a bound of 10 s that no control judged).
+			if took > acquired+5*time.Second {
+				t.Fatalf("Shutdown of %d holds took %v; acquiring them took %v", n, took, acquired)
 			}
+			t.Logf("Shutdown of %d holds took %v; acquiring them took %v", n, took, acquired)
 			if extra := most.Load() - int64(before); extra > 200 {
 				t.Fatalf("Shutdown of %d holds ran %d goroutines more than before: not bounded", n, extra)
 			}
