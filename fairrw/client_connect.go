@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // ErrUnavailable is returned, wrapping the ctx's error and naming the
@@ -91,10 +93,10 @@ func (c *Client) connect(opt, probe rueidis.ClientOption, publish publishCommand
 // Redis health (one log line per outage, and one when it ends).
 func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, publish publishCommand) {
 	conn := c.conn
-	backoff := newBackoff(minConnectBackoff, maxConnectBackoff)
+	backoff := wait.NewBackoff(minConnectBackoff, maxConnectBackoff)
 	failures := 0
 	for first := true; ; first = false {
-		if !first && backoff.wait(ctx, nil) != nil {
+		if !first && backoff.Wait(ctx, nil) != nil {
 			return
 		}
 		rdb, p, class, err := dial(opt, probe, publish)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 var (
@@ -29,8 +30,9 @@ var (
 	// errUnlocked is the cause of a Lease's Context after a successful Unlock.
 	errUnlocked = hidden.ErrUnlocked
 
-	// ErrClosed is returned by every call on a closed Client, and to its waiters.
-	ErrClosed = errors.New("fairrw: client closed")
+	// ErrClosed is returned by every call on a closed Client, and to its
+	// waiters: the wait registry's own (wait.ErrClosed), one value both ways.
+	ErrClosed = wait.ErrClosed
 
 	// ErrInvalidName is returned for a lock name that is empty, longer than
 	// 4096 bytes, or whose keys could not share one cluster slot. Nothing is

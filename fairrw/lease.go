@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // A Lease is one granted hold of a lock, a read or the write. It is alive
@@ -33,7 +35,7 @@ type Lease struct {
 	mode     Mode
 	lease    time.Duration
 	watchdog bool
-	woken    wakeSource
+	woken    wait.Source
 	token    uint64
 	cohort   *cohort    // the cohort whose hold it is, if any (cohort.go)
 	share    *readShare // the shared read hold it is on, if any (readshare.go)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -40,16 +41,16 @@ type policyImpl interface {
 	// try again: their sleep is then bounded by a third of the lease, and a
 	// waiter that gives up withdraws its entry.
 	queued() bool
-	// signal decodes a message on the lock's channel: whom it lets in.
-	signal(msg string) wakeSignal
 }
 
 // lockKeys are the names a policy derives from a lock name, once per handle.
 type lockKeys struct {
-	name    string
-	slot    uint16
-	channel string // the pub/sub channel releases publish on
-	tracked string // the key whose invalidation means "try again"; "" for none
+	name string
+	slot uint16
+	// Keys are what the lock's waiters listen on: the pub/sub channel
+	// releases publish on, the key whose invalidation means "try again"
+	// ("" for none), and the format of the policy's messages on it.
+	wait.Keys
 	// fair are fairrw's keys of the name (wire.Fair): every policy's
 	// scripts name some of them (the fence; the fair state, which the
 	// Redisson formats refuse).
@@ -158,7 +159,7 @@ type releaseRequest struct {
 	// with its fencing token (grant on release: see lua/fair_lib.lua);
 	// nil tells no one. A registry rather than a callback: a closure would
 	// be one more allocation on every release.
-	grants *waitRegistry
+	grants *wait.Registry
 }
 
 // kept is what the release scripts are told the owner still holds.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -80,7 +81,7 @@ const (
 	maxSplitBackoff = 200 * time.Millisecond
 )
 
-func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
+func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, waits bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -103,8 +104,8 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 		}
 	}()
 	splits := 0
-	woken := wakeNone // what ended the last sleep
-	if wait {
+	woken := wait.None // what ended the last sleep
+	if waits {
 		opts = append(opts[:len(opts):len(opts)], notifyWhenFree)
 	}
 	for {
@@ -116,7 +117,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 			}
 			return out.lease, out.err
 		}
-		if !wait {
+		if !waits {
 			return nil, fmt.Errorf("%w: %q (%s): granted on %d of %d nodes, %d needed",
 				ErrNotAcquired, m.name, mode, out.granted, len(m.nodes), m.q.majority)
 		}

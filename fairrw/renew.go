@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -278,7 +279,7 @@ func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
 	var ends []loss
 	r.mu.Lock()
 	for l := range r.leases {
-		if l.woken != wakeShare && l.woken != wakeCohort {
+		if l.woken != wait.Share && l.woken != wait.Cohort {
 			continue
 		}
 		if err, ok := lost[ownerMode{l.own, l.mode}]; ok {

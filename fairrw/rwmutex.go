@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // An RWMutex is a handle on one distributed read-write lock. Every Lock,
@@ -241,7 +243,7 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		// The fast release only if no waiter of this Client is queued
 		// behind the hold: that one's queue entry would make it a wasted
 		// round trip (a waiter of another Client still may).
-		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waiters().waiting(&m.keys),
+		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waiters().Waiting(&m.keys.Keys),
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),
@@ -283,7 +285,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 	// A Shutdown cut short stops it: boundedHalting cancels ctx then, and
 	// the backoff below wakes on halt.
 	req := &rc.req
-	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	backoff := wait.NewBackoff(wait.MinRetryBackoff, wait.MaxRetryBackoff)
 	restamped := false
 	for {
 		res, err := boundedHalting[releaseResult](m.c, ctx, cancel, rc)
@@ -308,7 +310,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 		if definite(err) || (unreachableFails && !rc.reached) {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
-		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.wait(ctx, m.c.haltContext().Done()) != nil {
+		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.Wait(ctx, m.c.haltContext().Done()) != nil {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
 	}

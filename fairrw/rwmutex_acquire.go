@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -100,7 +101,7 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	var l *Lease
 	var err error
 	if s := turn.successor; s != nil {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort,
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wait.Cohort,
 			reserve: wire.TokenReserve}
 		l, err = a.runQueued(ctx, turn.released)
 		attempts.of(a)
@@ -109,7 +110,7 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 		if waited {
 			// Granted at its first attempt, it still waited: for its
 			// cohort's hold to go back to Redis.
-			a.firstWoken = wakeCohort
+			a.firstWoken = wait.Cohort
 		}
 		l, err = a.run(ctx)
 		attempts.of(a)
@@ -334,7 +335,7 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
 		cover: min(st.reads[0], cfg.lease),
-		woken: wakeShare,
+		woken: wait.Share,
 	})
 	if l.loseIfGone() {
 		return nil

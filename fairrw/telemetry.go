@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // instrumentationName names fairrw's tracer and meter.
@@ -518,17 +520,17 @@ func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mo
 // lease, or nil with err.
 func (a *acquireTrace) end(l *Lease, err error) {
 	t := a.t
-	wait := time.Since(a.start)
+	took := time.Since(a.start)
 	k := kindOf(err)
 	info := k.info()
 	mi := modeIndex(a.mode)
-	t.inst.acquireDuration.Record(context.Background(), wait.Seconds(), t.byAcquire[mi][boolIndex(a.stats.waited)][k].record...)
-	if l != nil && l.woken == wakeShare {
+	t.inst.acquireDuration.Record(context.Background(), took.Seconds(), t.byAcquire[mi][boolIndex(a.stats.waited)][k].record...)
+	if l != nil && l.woken == wait.Share {
 		t.inst.sharedReads.Add(context.Background(), 1, t.byPolicy.add...)
 	}
 	if a.span.IsRecording() {
 		ended := [...]attribute.KeyValue{attrOutcome.String(info.outcome), attrAttempts.Int(a.stats.attempts),
-			attrWait.Float64(wait.Seconds()), attrWaited.Bool(a.stats.waited), {}, {}}
+			attrWait.Float64(took.Seconds()), attrWaited.Bool(a.stats.waited), {}, {}}
 		n := 4
 		if l != nil {
 			ended[n], n = attrToken.Int64(int64(l.token)), n+1
