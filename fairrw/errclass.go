@@ -212,3 +212,11 @@ func unavailableReason(addr string, err error) string {
 	}
 	return reason(err)
 }
+
+// tlsRefused reports whether err is a TLS alert from the server: it
+// answered, and refused the handshake (most often the client's certificate,
+// or its absence). Waiting does not cure it.
+func tlsRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}

@@ -57,6 +57,13 @@ var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
 // machine's by more than the unlock timeout, as safe retries assume it is not.
 var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")
 
+// ErrUnavailable is returned, wrapping the ctx's error and naming the
+// address, by a call whose ctx ended before the Client first reached Redis,
+// or while Redis was unavailable: its connection refused or broken, a round
+// trip unanswered for 100 ms or more, or (a waiting Lock) while the Client
+// found Redis unreachable. A lock-wait timeout wraps the ctx's error only.
+var ErrUnavailable = errors.New("fairrw: Redis unavailable")
+
 // ErrPermission is returned when Redis refused the Client's credentials or
 // the command a call sent: a wrong password or user (WRONGPASS), a server
 // that wants a password (NOAUTH), or an ACL user not allowed a command, a

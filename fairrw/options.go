@@ -563,3 +563,8 @@ func (cfg *config) policyImpl() policyImpl {
 	}
 	return impl
 }
+
+// defaultConnectTimeout is how long a call whose ctx has no deadline waits
+// for a connection that the Client cannot make (WithConnectTimeout): the
+// dial timeout of rueidis, go-redis and redis-py.
+const defaultConnectTimeout = 5 * time.Second

@@ -410,3 +410,14 @@ func majorityDeadline(leases []*Lease, majority int) time.Time {
 	slices.SortFunc(ds, func(a, b time.Time) int { return b.Compare(a) })
 	return ds[majority-1]
 }
+
+// join adds a waiter for m on every node, each starting its node's
+// subscription to the lock's channel if it is the first.
+func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
+	w := &quorumWait{wake: make(chan wait.Source, 1)}
+	for _, h := range m.nodes {
+		w.waiters = append(w.waiters, h.c.waiters().JoinUnqueued(&h.keys.Keys, waitMode(mode), w.wake))
+		w.clients = append(w.clients, h.c)
+	}
+	return w
+}

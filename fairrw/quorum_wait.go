@@ -18,17 +18,6 @@ type quorumWait struct {
 	clients []*Client
 }
 
-// join adds a waiter for m on every node, each starting its node's
-// subscription to the lock's channel if it is the first.
-func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
-	w := &quorumWait{wake: make(chan wait.Source, 1)}
-	for _, h := range m.nodes {
-		w.waiters = append(w.waiters, h.c.waiters().JoinUnqueued(&h.keys.Keys, waitMode(mode), w.wake))
-		w.clients = append(w.clients, h.c)
-	}
-	return w
-}
-
 // leave removes the waiter from every node.
 func (w *quorumWait) leave() {
 	for _, x := range w.waiters {
@@ -52,8 +41,8 @@ func (w *quorumWait) within(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// ended says why a wait's context (from within) ended.
-func ended(ctx context.Context) error {
+// whyEnded says why a wait's context (from within) ended.
+func whyEnded(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), ErrClosed) {
 		return ErrClosed
 	}
@@ -66,7 +55,7 @@ func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
 	ctx, release := w.within(ctx)
 	defer release()
 	if wait.Sleep(ctx, nil, d) != nil {
-		return ended(ctx)
+		return whyEnded(ctx)
 	}
 	return nil
 }
@@ -109,6 +98,6 @@ func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wait.Sourc
 	case <-t.C:
 		return wait.Timer, nil
 	case <-ctx.Done():
-		return wait.None, ended(ctx)
+		return wait.None, whyEnded(ctx)
 	}
 }

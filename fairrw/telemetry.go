@@ -51,16 +51,6 @@ const (
 	attrShutLeft      = attribute.Key("fairrw.shutdown.owners_left")     // owners it could not release (they expire)
 )
 
-// Acquire outcomes: kindInfo.outcome of the call's error kind.
-const (
-	outcomeGranted     = "granted"
-	outcomeNotAcquired = "not_acquired" // TryLock or TryRLock found it held
-	outcomeCancelled   = "cancelled"    // the caller's ctx ended: a lock-wait timeout, or a cancelled call
-	outcomeUnavailable = "unavailable"  // Redis could not be reached, or did not answer in time
-	outcomeClosed      = "closed"       // Close or Shutdown: no failure
-	outcomeError       = "error"
-)
-
 // lossCause says why a lease ended other than by its Unlock.
 type lossCause uint8
 

@@ -30,14 +30,6 @@ func checkURLTLS(opt rueidis.ClientOption) error {
 	return nil
 }
 
-// tlsRefused reports whether err is a TLS alert from the server: it
-// answered, and refused the handshake (most often the client's certificate,
-// or its absence). Waiting does not cure it.
-func tlsRefused(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "remote error"
-}
-
 // tlsRefusal returns the TLS alert with which the server refused a
 // connection of opt that failed with err, or nil. Under TLS 1.3 the server
 // checks the client's certificate after the handshake that the client saw
