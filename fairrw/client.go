@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -765,28 +764,6 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
 	})
 }
-
-// definite reports whether err is an answer from Redis (the script ran, or
-// was refused, as a whole) rather than a failure whose outcome is unknown
-// or a refusal that passes (see transient), both of which are retried.
-func definite(err error) bool {
-	if errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrPermission) {
-		return true
-	}
-	rerr, ok := rueidis.IsRedisErr(err)
-	return ok && !transient(rerr)
-}
-
-// unsent reports whether err is a failure to connect: the command never
-// left this process, so it changed nothing in Redis. (A command written to
-// a connection that broke afterwards fails otherwise, and may have run.)
-func unsent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// errClosedLease is the error of the leases still held when Close runs.
-var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)
 
 // How long a command may take to reach Redis, all told.
 //

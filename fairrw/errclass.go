@@ -220,3 +220,22 @@ func tlsRefused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "remote error"
 }
+
+// definite reports whether err is an answer from Redis (the script ran, or
+// was refused, as a whole) rather than a failure whose outcome is unknown
+// or a refusal that passes (see transient), both of which are retried.
+func definite(err error) bool {
+	if errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrPermission) {
+		return true
+	}
+	rerr, ok := rueidis.IsRedisErr(err)
+	return ok && !transient(rerr)
+}
+
+// unsent reports whether err is a failure to connect: the command never
+// left this process, so it changed nothing in Redis. (A command written to
+// a connection that broke afterwards fails otherwise, and may have run.)
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

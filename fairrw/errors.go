@@ -127,3 +127,6 @@ func closedError(name string) error {
 // reason is err's message without its leading "fairrw: ", for a message
 // that goes on from a "fairrw: " of its own.
 func reason(err error) string { return strings.TrimPrefix(err.Error(), "fairrw: ") }
+
+// errClosedLease is the error of the leases still held when Close runs.
+var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)

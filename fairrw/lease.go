@@ -134,6 +134,18 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
+// Context returns a context cancelled when the lease ends, at the moment Done
+// closes, even while Redis does not answer. Its cause is the lease's Err, or
+// after a successful Unlock an error that says so and wraps neither
+// ErrLeaseLost nor ErrClosed. It is one value per lease, with no
+// values or deadline, that the acquire's ctx does not cancel.
+func (l *Lease) Context() context.Context {
+	if l.q != nil {
+		return l.q.Context()
+	}
+	return l.ends.get(&l.mu)
+}
+
 // Deadline returns the time until which the lease is known to be held: the
 // send time of its acquire, or of its last confirmed renewal, plus the lease.
 // A Lease passed to it in its Client's cohort (WithCohorts) carries on the

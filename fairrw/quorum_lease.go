@@ -71,6 +71,10 @@ func (l *quorumLease) Err() error {
 	return l.err
 }
 
+// Context returns a context cancelled when the quorum lease ends, at the
+// moment Done closes, as Lease.Context.
+func (l *quorumLease) Context() context.Context { return l.ends.get(&l.mu) }
+
 // nodes returns how many nodes hold the lease now (alive node leases).
 func (l *quorumLease) nodes() int {
 	n := 0

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/fairrw/rwlock/internal/wait"
 )
 
@@ -362,3 +364,35 @@ func (e *notAcquiredError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotAcquired) hold.
 func (e *notAcquiredError) Unwrap() error { return ErrNotAcquired }
+
+// waitersIn reads how many writers are queued for the lock in Redis and,
+// with pf, how many PhaseFair readers wait, arming client tracking on both
+// keys: their next change pushes an invalidation (cohorts.invalidated). A
+// refusal by Redis (an ACL) makes the Client's cohorts blind.
+func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int64, err error) {
+	c := m.c
+	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
+	defer cancel()
+	type counts struct{ writers, readers int64 }
+	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
+		b := c.redis().B()
+		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.settings().leaseTime)}
+		if pf {
+			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.settings().leaseTime))
+		}
+		res := c.redis().DoMultiCache(ctx, cmds...)
+		var n counts
+		var err error
+		if n.writers, err = res[0].AsInt64(); err != nil {
+			return n, err
+		}
+		if pf {
+			n.readers, err = res[1].AsInt64()
+		}
+		return n, err
+	})
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		c.writeCohorts().blind.Store(true)
+	}
+	return n.writers, n.readers, err
+}
