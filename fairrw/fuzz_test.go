@@ -75,7 +75,7 @@ func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string
 		keys = append(keys, k.Tracked)
 	}
 	for _, mode := range []Mode{Read, Write} {
-		rk, _ := p.renew(time.Second, []*renewHold{{m: &RWMutex{keys: *k}, owner: owner, mode: mode}})
+		rk, _ := p.renew(time.Second, []renewKey{{keys: k, owner: owner, mode: mode}})
 		keys = append(keys, rk...)
 	}
 	switch pp := p.(type) {

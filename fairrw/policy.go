@@ -32,7 +32,7 @@ type policyImpl interface {
 	forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error)
 	// renew renders one call of the batched renewal script renewScript
 	// for holds, each renewed to lease.
-	renew(lease time.Duration, holds []*renewHold) (keys []string, args []string)
+	renew(lease time.Duration, holds []renewKey) (keys []string, args []string)
 	renewScript() *script.Script
 	// unlockLatch names the latch key of one unlock request, deleted after
 	// the unlock as Java does.
@@ -41,6 +41,17 @@ type policyImpl interface {
 	// try again: their sleep is then bounded by a third of the lease, and a
 	// waiter that gives up withdraws its entry.
 	queued() bool
+}
+
+// renewKey is one hold as a renewal script names it: the lock's keys, the
+// owner and mode of the hold, and whether it is a Mutex's (Java's renewal
+// script renews a Client's RWMutex and Mutex holds alike, and must be told
+// which is which). The renewer keeps the rest of a hold (renewHold).
+type renewKey struct {
+	keys  *lockKeys
+	owner string
+	mode  Mode
+	mutex bool
 }
 
 // lockKeys are the names a policy derives from a lock name, once per handle.

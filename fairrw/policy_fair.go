@@ -134,10 +134,10 @@ func (p fairPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lock
 	return freed, redisError(err)
 }
 
-func (fairPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (fairPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	req := wire.FairRenew{Lease: lease, Holds: make([]wire.FairRenewHold, len(holds))}
 	for i, h := range holds {
-		req.Holds[i] = wire.FairRenewHold{Keys: h.m.keys.fair, Mode: wire.Mode(h.mode), Owner: h.owner}
+		req.Holds[i] = wire.FairRenewHold{Keys: h.keys.fair, Mode: wire.Mode(h.mode), Owner: h.owner}
 	}
 	return req.Render()
 }

@@ -68,7 +68,7 @@ func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockK
 // renew renews like Java's RLock watchdog (the owner's field still there,
 // PEXPIRE the hash), but never below the PTTL left: a longer hold of the
 // same owner, taken WithLease, may need it.
-func (mutexPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (mutexPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	return redissonRenewCall(lease, holds)
 }
 

@@ -81,18 +81,17 @@ func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lo
 	return freed, redisError(err)
 }
 
-func (redissonPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (redissonPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	return redissonRenewCall(lease, holds)
 }
 
 // redissonRenewCall renders a call of lua/redisson_renew.lua, which renews
 // a Client's read-write locks and its Mutexes alike: one batch holds both
 // (the renewal groups holds by script), so each hold says which it is.
-func redissonRenewCall(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func redissonRenewCall(lease time.Duration, holds []renewKey) ([]string, []string) {
 	req := wire.RedissonRenew{Lease: lease, Holds: make([]wire.RedissonRenewHold, len(holds))}
 	for i, h := range holds {
-		_, mutex := h.m.policy.(mutexPolicy)
-		req.Holds[i] = wire.RedissonRenewHold{Name: h.m.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: mutex}
+		req.Holds[i] = wire.RedissonRenewHold{Name: h.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: h.mutex}
 	}
 	return req.Render()
 }

@@ -223,19 +223,30 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 	})
 	var calls []script.Call
 	var batches [][]*renewHold
+	named := renewKeys(holds) // one slice for the round, cut per batch
 	for i := 0; i < len(holds); {
 		g, end := groupOf(holds[i]), i+1
 		for end < len(holds) && groupOf(holds[end]) == g && end-i < maxRenewBatch {
 			end++
 		}
 		batch := holds[i:end:end]
-		i = end
 		p := batch[0].m.policy
-		keys, args := p.renew(r.c.settings().leaseTime, batch) // confirmed locally as sent + leaseTime
+		keys, args := p.renew(r.c.settings().leaseTime, named[i:end:end]) // confirmed locally as sent + leaseTime
+		i = end
 		calls = append(calls, script.Call{Script: p.renewScript(), Keys: keys, Args: args})
 		batches = append(batches, batch)
 	}
 	return calls, batches
+}
+
+// renewKeys is what the renewal scripts name of each of holds, in order.
+func renewKeys(holds []*renewHold) []renewKey {
+	named := make([]renewKey, len(holds))
+	for i, h := range holds {
+		_, mutex := h.m.policy.(mutexPolicy)
+		named[i] = renewKey{keys: &h.m.keys, owner: h.owner, mode: h.mode, mutex: mutex}
+	}
+	return named
 }
 
 func (h *renewHold) confirm(deadline time.Time) {
