@@ -60,6 +60,12 @@ type acquisition struct {
 	down time.Time
 }
 
+// addTo adds the acquisition's figures to s, its acquire's.
+func (a *acquisition) addTo(s *acquireStats) {
+	s.attempts += a.attempts
+	s.waited = s.waited || a.waited
+}
+
 // signalQueued closes queued, once, and settles reader: the first attempt
 // was answered (or failed).
 func (a *acquisition) signalQueued() {

@@ -75,7 +75,7 @@ type cohort struct {
 	// key's next invalidation; reading is closed when the read under way
 	// ends (nil: none). others is the last thing known, kept across runs:
 	// someone outside the cohort waited.
-	writersQueued, readersWaiting tracked
+	writersQueued, readersWaiting trackedCount
 	reading                       chan struct{}
 	others                        bool
 	blindRuns                     int // Redis grants since the last read, while others
@@ -84,8 +84,8 @@ type cohort struct {
 	listening *wait.Group
 }
 
-// tracked is a count read from Redis with client tracking on its key.
-type tracked struct {
+// trackedCount is a count read from Redis with client tracking on its key.
+type trackedCount struct {
 	gen  atomic.Uint64 // the key's invalidations
 	seen *countSeen    // the last read, current while its gen is gen; under the cohort's mu
 }
@@ -98,7 +98,7 @@ type countSeen struct {
 
 // get returns the count last read, and whether it is current: no
 // invalidation of its key came since. Call it with the cohort's mu held.
-func (t *tracked) get() (int64, bool) {
+func (t *trackedCount) get() (int64, bool) {
 	s := t.seen
 	if s == nil || s.gen != t.gen.Load() {
 		return 0, false

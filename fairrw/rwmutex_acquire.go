@@ -39,7 +39,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the
 	// acquisition, it would move the caller's trace to the heap.
-	stats.of(a)
+	a.addTo(stats)
 	return l, err
 }
 
@@ -104,7 +104,7 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wait.Cohort,
 			reserve: wire.TokenReserve}
 		l, err = a.runQueued(ctx, turn.released)
-		attempts.of(a)
+		a.addTo(attempts)
 	} else {
 		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued, reserve: co.reserve()}
 		if waited {
@@ -113,7 +113,7 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 			a.firstWoken = wait.Cohort
 		}
 		l, err = a.run(ctx)
-		attempts.of(a)
+		a.addTo(attempts)
 		a.signalQueued()
 	}
 	co.mu.Lock()
@@ -193,7 +193,7 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		if follow == nil {
 			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
 			l, err := a.run(ctx)
-			attempts.of(a)
+			a.addTo(attempts)
 			r.formedBy(s, l, lead)
 			return l, err
 		}

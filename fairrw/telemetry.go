@@ -463,12 +463,6 @@ type acquireStats struct {
 	waited   bool
 }
 
-// of adds an acquisition's figures to s.
-func (s *acquireStats) of(a *acquisition) {
-	s.attempts += a.attempts
-	s.waited = s.waited || a.waited
-}
-
 // noSpan is the span of a call that starts none (see spanSource): a no-op
 // span, which records nothing and whose End does nothing.
 var noSpan = trace.SpanFromContext(context.Background())
