@@ -3,6 +3,7 @@ package wait
 // Source says what woke a waiter, for the handoff figures per path.
 type Source uint8
 
+// The paths by which a waiter is woken, or a hold comes to it.
 const (
 	None         Source = iota // no wake-up
 	PubSub                     // a release's message on the lock's channel
