@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -34,8 +35,8 @@ type acquisition struct {
 	attempts int  // counted for the acquire's span
 	waited   bool // it waited for a release (acquireStats)
 
-	o *owner  // the owner it acquires as; a new one after an outlasted grant
-	w *waiter // its place among the Client's waiters, once it has one
+	o *owner       // the owner it acquires as; a new one after an outlasted grant
+	w *wait.Waiter // its place among the Client's waiters, once it has one
 	// refused is when the last attempt that Redis refused was sent, and
 	// refusedUs the server's clock then: a grant made on the owner's
 	// behalf came later, and has a greater token (zero: none yet).
@@ -46,7 +47,7 @@ type acquisition struct {
 	queued chan struct{}
 	// firstWoken is what a grant at the first attempt reports as having
 	// ended its wait (a cohort's next leader waited in its cohort).
-	firstWoken wakeSource
+	firstWoken wait.Source
 	// reader, when set, is a PhaseFair read its Client's cohort waits for
 	// (see cohortReader): settled once the first attempt was answered.
 	reader *cohortReader
@@ -57,6 +58,12 @@ type acquisition struct {
 	// last one was answered). A caller's ctx without a deadline waits for
 	// Redis the connect timeout at most (WithConnectTimeout).
 	down time.Time
+}
+
+// addTo adds the acquisition's figures to s, its acquire's.
+func (a *acquisition) addTo(s *acquireStats) {
+	s.attempts += a.attempts
+	s.waited = s.waited || a.waited
 }
 
 // signalQueued closes queued, once, and settles reader: the first attempt
@@ -82,14 +89,8 @@ type attemptResult struct {
 	// cover, when set, is how long from sent the grant is held at least
 	// (a grant made on the owner's behalf); otherwise the lease asked for.
 	cover time.Duration
-	woken wakeSource
+	woken wait.Source
 }
-
-// Backoff between retries of one attempt whose reply was lost.
-const (
-	minRetryBackoff = 5 * time.Millisecond
-	maxRetryBackoff = 500 * time.Millisecond
-)
 
 // errNoAnswer is an attempt that got no answer within the retry window:
 // its outcome is unknown (owner.unsure says so), and a copy of it may still
@@ -107,12 +108,12 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	m := a.m
 	joined := false
 	if a.wait && m.policy.queued() {
-		a.w = m.c.waiters().joinListening(&m.keys, m.policy, a.mode, a.o.id)
+		a.w = m.c.waiters().JoinListening(&m.keys.Keys, waitMode(a.mode), a.o.id)
 		joined = a.w != nil
 	}
 	defer func() {
 		if a.w != nil {
-			m.c.waiters().leave(a.w)
+			m.c.waiters().Leave(a.w)
 		}
 	}()
 	got, err := a.first(ctx, joined)
@@ -126,7 +127,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 // may or may not have queued the owner), it starts with an attempt, as the
 // same owner: one finds its entry, or its grant, and takes it up.
 func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, error) {
-	defer a.m.c.waiters().leave(a.w)
+	defer a.m.c.waiters().Leave(a.w)
 	var got attemptResult
 	var err error
 	if released == nil {
@@ -202,16 +203,16 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listening bool) (attemptResult, error) {
 	m := a.m
 	if a.w == nil {
-		a.w = m.c.waiters().join(&m.keys, m.policy, a.mode, a.o.id)
+		a.w = m.c.waiters().Join(&m.keys.Keys, waitMode(a.mode), a.o.id)
 	}
 	a.waited = true
 	m.tel.waiting(a.mode, 1)
 	defer m.tel.waiting(a.mode, -1)
-	if err := a.w.awaitSubscription(ctx, m.retryBound(bound)); err != nil {
+	if err := a.w.AwaitSubscription(ctx, m.retryBound(bound)); err != nil {
 		return attemptResult{}, m.waitError(err)
 	}
 	if listening {
-		if err := a.w.sleep(ctx, m.retryBound(bound)); err != nil {
+		if err := a.w.Sleep(ctx, m.retryBound(bound)); err != nil {
 			return attemptResult{}, m.waitError(err)
 		}
 	}
@@ -233,17 +234,17 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 			a.asNewOwner()
 			got.reply.wait = time.Millisecond
 		case errors.Is(err, errNoAnswer):
-			got.reply.wait = minRetryBackoff
+			got.reply.wait = wait.MinRetryBackoff
 		case err != nil:
 			return got, err
 		case got.reply.granted:
-			got.woken = a.w.source
-			m.c.waiters().granted(a.w)
+			got.woken = a.w.Source()
+			m.c.waiters().Granted(a.w)
 			return got, nil
 		case got.reply.refused:
 			a.refused, a.refusedUs = got.sent, got.reply.refusedUs
 		}
-		if err := a.w.sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
+		if err := a.w.Sleep(ctx, m.retryBound(got.reply.wait)); err != nil {
 			return attemptResult{}, m.waitError(err)
 		}
 	}
@@ -253,7 +254,7 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 func (a *acquisition) asNewOwner() {
 	a.o = a.m.newOwner()
 	if a.w != nil {
-		a.m.c.waiters().rename(a.w, a.o.id)
+		a.m.c.waiters().Rename(a.w, a.o.id)
 	}
 	a.refused, a.refusedUs = time.Time{}, 0
 }
@@ -268,7 +269,7 @@ func (a *acquisition) asNewOwner() {
 // it: a message that stalled past a grant that has since run out, which
 // must not count.
 func (a *acquisition) grantedBy() (attemptResult, bool) {
-	token, by, ok := a.w.takeGrant()
+	token, by, ok := a.w.TakeGrant()
 	if !ok || a.refused.IsZero() || token <= a.refusedUs || a.countsFromGrant() {
 		return attemptResult{}, false
 	}
@@ -324,13 +325,13 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 //
 // A waiter's attempt (tracked) also arms client tracking on the lock key, in
 // the same round trip, so that the next change to it wakes the waiter.
-func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bool) (attemptResult, error) {
+func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked bool) (attemptResult, error) {
 	m, o := a.m, a.o
-	ac := &attemptCall{m: m, req: a.request(further, wait)}
+	ac := &attemptCall{m: m, req: a.request(further, waits)}
 	req := &ac.req
 	o.read = o.read || a.mode == Read // before sending: its outcome may stay unknown
 	o.sent = true
-	req.tracked = tracked && m.c.tracks() && m.keys.tracked != ""
+	req.tracked = tracked && m.c.tracks() && m.keys.Tracked != ""
 	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
 	tdeadline := got.sent.Add(m.c.retryWindow())
@@ -353,7 +354,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 	defer cancel()
 	// A Shutdown cut short stops it: boundedHalting cancels tctx then, and
 	// the Client's closing (which comes first) wakes the backoff below.
-	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	backoff := wait.NewBackoff(wait.MinRetryBackoff, wait.MaxRetryBackoff)
 	var failed error             // the last try that got no answer for want of a connection
 	var unanswered time.Duration // how long the last try went without an answer
 	for {
@@ -364,7 +365,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
 		if err == nil {
 			a.down = time.Time{}
-			o.queued = o.queued || (wait && m.policy.queued() && !reply.granted)
+			o.queued = o.queued || (waits && m.policy.queued() && !reply.granted)
 			if reply.granted {
 				o.fast = reply.fast
 			}
@@ -399,7 +400,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, wait, tracked bo
 		case tctx.Err() != nil:
 			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
 		}
-		if err := backoff.wait(tctx, m.c.closingDone()); err != nil && tctx.Err() == nil {
+		if err := backoff.Wait(tctx, m.c.closingDone()); err != nil && tctx.Err() == nil {
 			return got, m.waitError(err)
 		}
 	}

@@ -334,3 +334,18 @@ func (t *tasks) close(grace bool) {
 	case <-timer.C:
 	}
 }
+
+// withTimer is context.WithTimeout without a deadline: the context ends
+// after d by a timer. rueidis runs a command whose context has a deadline
+// synchronously when its connection is idle, and only that deadline ends
+// it then, not a cancellation: a renewal round bounded by a deadline would
+// hold Close, on a Redis that does not answer, for a whole renew interval.
+// (Reconnecting, rueidis bounds its handshake by the dial timeout.)
+func withTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -71,7 +71,7 @@ type Client struct {
 	conn *connector
 	addr string // the Redis addresses, for errors
 
-	waits      *waitRegistry
+	waits      *wait.Registry
 	renewer    *renewer
 	janitor    *janitor
 	background *tasks // work left by calls whose caller has gone (background.go)
@@ -153,7 +153,7 @@ func (c *Client) haltContext() context.Context { return c.halt }
 
 // waiters returns the registry where the Client's waiters wait for their
 // wake-ups.
-func (c *Client) waiters() *waitRegistry { return c.waits }
+func (c *Client) waiters() *wait.Registry { return c.waits }
 
 // backgroundTasks returns the work left by calls whose caller has gone,
 // which Shutdown waits for.
@@ -248,7 +248,15 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
-	c.waits = newWaitRegistry(c)
+	c.waits = wait.NewRegistry(wait.Config{
+		Redis:         c.redis,
+		Publish:       c.publishCmd,
+		Closing:       c.closing,
+		Halt:          c.halt,
+		UnlockTimeout: c.conf.unlockTimeout,
+		Busy:          isBusy,
+		Connected:     c.whenConnected,
+	})
 	c.background = newTasks()
 	if cfg.client != nil {
 		if err := c.use(cfg.client, cfg.publish); err != nil {
@@ -291,7 +299,7 @@ func New(opts ...Option) (*Client, error) {
 func (c *Client) onInvalidations(messages []rueidis.RedisMessage) {
 	c.shares.invalidated(messages)
 	c.cohorts.invalidated(messages)
-	c.waits.onInvalidations(messages)
+	c.waits.OnInvalidations(messages)
 }
 
 // resolvePublish picks the publish command Java Redisson would use: SPUBLISH
@@ -470,7 +478,7 @@ func (c *Client) finishClose(ctx context.Context) {
 		// connection): a connection made after its Close would stay open.
 		c.background.close(!c.ownsRedis)
 		c.renewer.close(c.closeCause())
-		c.waits.close()
+		c.waits.Close()
 		if c.janitor != nil { // nil: never connected
 			c.janitor.close()
 		}
@@ -739,7 +747,7 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 			warn, info = slog.LevelDebug, slog.LevelDebug
 		}
 		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
-		backoff := newBackoff(minRetryBackoff, followUpMaxBackoff)
+		backoff := wait.NewBackoff(wait.MinRetryBackoff, followUpMaxBackoff)
 		once := func() bool {
 			ctx, cancel := context.WithTimeout(ctx, c.conf.unlockTimeout)
 			defer cancel()
@@ -750,35 +758,13 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 				c.tel.log.Log(ctx, info, "fairrw: confirmed in the background", append(name, "what", what)...)
 				return
 			}
-			if backoff.wait(ctx, nil) != nil {
+			if backoff.Wait(ctx, nil) != nil {
 				return
 			}
 		}
 		c.tel.log.Log(ctx, warn, "fairrw: not confirmed, and moot: what it would change has run out in Redis", append(name, "what", what)...)
 	})
 }
-
-// definite reports whether err is an answer from Redis (the script ran, or
-// was refused, as a whole) rather than a failure whose outcome is unknown
-// or a refusal that passes (see transient), both of which are retried.
-func definite(err error) bool {
-	if errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrPermission) {
-		return true
-	}
-	rerr, ok := rueidis.IsRedisErr(err)
-	return ok && !transient(rerr)
-}
-
-// unsent reports whether err is a failure to connect: the command never
-// left this process, so it changed nothing in Redis. (A command written to
-// a connection that broke afterwards fails otherwise, and may have run.)
-func unsent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// errClosedLease is the error of the leases still held when Close runs.
-var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)
 
 // How long a command may take to reach Redis, all told.
 //

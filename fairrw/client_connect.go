@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,14 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-)
 
-// ErrUnavailable is returned, wrapping the ctx's error and naming the
-// address, by a call whose ctx ended before the Client first reached Redis,
-// or while Redis was unavailable: its connection refused or broken, a round
-// trip unanswered for 100 ms or more, or (a waiting Lock) while the Client
-// found Redis unreachable. A lock-wait timeout wraps the ctx's error only.
-var ErrUnavailable = errors.New("fairrw: Redis unavailable")
+	"github.com/fairrw/rwlock/internal/wait"
+)
 
 // Connection backoff while the Client cannot connect, and how long New
 // waits for its first connection before it returns a Client that goes on
@@ -33,11 +27,6 @@ const (
 	maxConnectBackoff = 500 * time.Millisecond
 	newWait           = time.Second
 )
-
-// defaultConnectTimeout is how long a call whose ctx has no deadline waits
-// for a connection that the Client cannot make (WithConnectTimeout): the
-// dial timeout of rueidis, go-redis and redis-py.
-const defaultConnectTimeout = 5 * time.Second
 
 // connector is the state of a Client's first connection, made in the
 // background.
@@ -91,10 +80,10 @@ func (c *Client) connect(opt, probe rueidis.ClientOption, publish publishCommand
 // Redis health (one log line per outage, and one when it ends).
 func (c *Client) redial(ctx context.Context, opt, probe rueidis.ClientOption, publish publishCommand) {
 	conn := c.conn
-	backoff := newBackoff(minConnectBackoff, maxConnectBackoff)
+	backoff := wait.NewBackoff(minConnectBackoff, maxConnectBackoff)
 	failures := 0
 	for first := true; ; first = false {
-		if !first && backoff.wait(ctx, nil) != nil {
+		if !first && backoff.Wait(ctx, nil) != nil {
 			return
 		}
 		rdb, p, class, err := dial(opt, probe, publish)
@@ -219,11 +208,6 @@ func explainConnect(addr string, err error, probe rueidis.ClientOption) (errClas
 		hint = " (the host is not known: a DNS name not there yet is retried)"
 	}
 	return classRetry, tag(prefix+err.Error()+hint, ErrUnavailable, err)
-}
-
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // use sets a rueidis client given with WithClient.

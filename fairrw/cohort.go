@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -74,17 +75,17 @@ type cohort struct {
 	// key's next invalidation; reading is closed when the read under way
 	// ends (nil: none). others is the last thing known, kept across runs:
 	// someone outside the cohort waited.
-	writersQueued, readersWaiting tracked
+	writersQueued, readersWaiting trackedCount
 	reading                       chan struct{}
 	others                        bool
 	blindRuns                     int // Redis grants since the last read, while others
 	// listening keeps the name's subscription while the cohort lives,
 	// once a run ended with a Lock of it waiting (see prequeue).
-	listening *waitGroup
+	listening *wait.Group
 }
 
-// tracked is a count read from Redis with client tracking on its key.
-type tracked struct {
+// trackedCount is a count read from Redis with client tracking on its key.
+type trackedCount struct {
 	gen  atomic.Uint64 // the key's invalidations
 	seen *countSeen    // the last read, current while its gen is gen; under the cohort's mu
 }
@@ -97,7 +98,7 @@ type countSeen struct {
 
 // get returns the count last read, and whether it is current: no
 // invalidation of its key came since. Call it with the cohort's mu held.
-func (t *tracked) get() (int64, bool) {
+func (t *trackedCount) get() (int64, bool) {
 	s := t.seen
 	if s == nil || s.gen != t.gen.Load() {
 		return 0, false
@@ -160,7 +161,7 @@ type cohortTurn struct {
 type cohortSuccessor struct {
 	w      *cohortWaiter
 	o      *owner
-	waiter *waiter
+	waiter *wait.Waiter
 	sent   time.Time // before the release was first sent
 }
 
@@ -218,7 +219,7 @@ func (r *cohorts) done(co *cohort) {
 		co.listening = nil
 		co.mu.Unlock()
 		if g != nil {
-			g.registry.unlisten(g)
+			g.Registry().Unlisten(g)
 		}
 	}
 }
@@ -366,7 +367,7 @@ func (co *cohort) decline(turn cohortTurn) {
 		if s := turn.successor; s != nil {
 			// Queued, or granted, in Redis for a Lock that has gone: give
 			// it back (Close and Shutdown end what it still holds).
-			s.waiter.group.registry.leave(s.waiter)
+			s.waiter.Registry().Leave(s.waiter)
 			if turn.released != nil {
 				s.o.sent = true // a copy of that release may still queue it
 			}
@@ -437,11 +438,11 @@ func (co *cohort) prequeue(ctx context.Context, deadline time.Time, l *Lease) *c
 	if co.listening == nil {
 		// A busy cohort: its leaders queue in Redis again and again, and
 		// listen from their first attempt once the subscription stays.
-		co.listening = m.c.waiters().listen(&m.keys, m.policy)
+		co.listening = m.c.waiters().Listen(&m.keys.Keys)
 	}
 	co.mu.Unlock()
 	o := m.newOwner()
-	if waiter := m.c.waiters().joinListening(&m.keys, m.policy, Write, o.id); waiter != nil {
+	if waiter := m.c.waiters().JoinListening(&m.keys.Keys, waitMode(Write), o.id); waiter != nil {
 		// Queued by the release (or by a try of it whose answer was lost):
 		// a Lock that gives up withdraws the entry.
 		o.queued = true
@@ -473,10 +474,10 @@ func (s *cohortSuccessor) queuedBy(err error) {
 // waits and the run may go on (mayPass); it reports whether it did, l's
 // release then being done. others is what l's owner holds besides l: a
 // hold with others (a further hold, a downgrade) is released in Redis.
-// With wait, a pass that needs a read of who waits in Redis waits for it
+// With waits, a pass that needs a read of who waits in Redis waits for it
 // within ctx and deadline; without, it is not made. Call it with l's
 // owner's lock held.
-func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Lease, others ownerState, now time.Time) bool {
+func (co *cohort) pass(ctx context.Context, deadline time.Time, waits bool, l *Lease, others ownerState, now time.Time) bool {
 	if l.mode != Write || others.writes != 0 || len(others.reads) != 0 {
 		return false
 	}
@@ -499,7 +500,7 @@ func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Le
 		co.mu.Unlock()
 		// One read at most: a read that failed leaves the run as unsure as
 		// it was, and the write goes back to Redis.
-		if v == passEnd || read || reading == nil || !wait || !awaitRead(ctx, deadline, reading) {
+		if v == passEnd || read || reading == nil || !waits || !awaitRead(ctx, deadline, reading) {
 			return false
 		}
 		co.mu.Lock()
@@ -522,7 +523,7 @@ func (co *cohort) pass(ctx context.Context, deadline time.Time, wait bool, l *Le
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
 		cover: left,
-		woken: wakeCohort,
+		woken: wait.Cohort,
 	})
 	co.mu.Lock()
 	co.lease = nl

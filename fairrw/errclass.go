@@ -114,6 +114,13 @@ func replyOf(err error) (redisReply, bool) {
 	return redisReply{}, false
 }
 
+// isBusy reports whether err is Redis answering BUSY: a script or function
+// runs past its busy-reply-threshold.
+func isBusy(err error) bool {
+	r, ok := replyOf(err)
+	return ok && r.code == "BUSY "
+}
+
 // classifyConnect says what waiting does about err, a failure to connect
 // (after the probes of dial have told a TLS mismatch: see tls.go).
 func classifyConnect(err error) errClass {
@@ -204,4 +211,31 @@ func unavailableReason(addr string, err error) string {
 		return fmt.Sprintf("Redis at %s unavailable: %s", addr, reason(err))
 	}
 	return reason(err)
+}
+
+// tlsRefused reports whether err is a TLS alert from the server: it
+// answered, and refused the handshake (most often the client's certificate,
+// or its absence). Waiting does not cure it.
+func tlsRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
+// definite reports whether err is an answer from Redis (the script ran, or
+// was refused, as a whole) rather than a failure whose outcome is unknown
+// or a refusal that passes (see transient), both of which are retried.
+func definite(err error) bool {
+	if errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrPermission) {
+		return true
+	}
+	rerr, ok := rueidis.IsRedisErr(err)
+	return ok && !transient(rerr)
+}
+
+// unsent reports whether err is a failure to connect: the command never
+// left this process, so it changed nothing in Redis. (A command written to
+// a connection that broke afterwards fails otherwise, and may have run.)
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -3,6 +3,8 @@ package fairrw
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -41,6 +43,16 @@ const (
 type kindInfo struct {
 	errorType, outcome, exception, status string
 }
+
+// Acquire outcomes: kindInfo.outcome of the call's error kind.
+const (
+	outcomeGranted     = "granted"
+	outcomeNotAcquired = "not_acquired" // TryLock or TryRLock found it held
+	outcomeCancelled   = "cancelled"    // the caller's ctx ended: a lock-wait timeout, or a cancelled call
+	outcomeUnavailable = "unavailable"  // Redis could not be reached, or did not answer in time
+	outcomeClosed      = "closed"       // Close or Shutdown: no failure
+	outcomeError       = "error"
+)
 
 var kinds = [errKinds]kindInfo{
 	kindNone:           {"", outcomeGranted, "", ""},
@@ -163,4 +175,11 @@ func redisErrOf(err error) (*rueidis.RedisError, bool) {
 		return nil, false
 	}
 	return rueidis.IsRedisErr(rerr) // not a nil reply
+}
+
+// timedOut reports whether err is a timeout: a deadline of a ctx, of a
+// connection, or one the network reports.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

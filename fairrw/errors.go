@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 var (
@@ -29,8 +30,9 @@ var (
 	// errUnlocked is the cause of a Lease's Context after a successful Unlock.
 	errUnlocked = hidden.ErrUnlocked
 
-	// ErrClosed is returned by every call on a closed Client, and to its waiters.
-	ErrClosed = errors.New("fairrw: client closed")
+	// ErrClosed is returned by every call on a closed Client, and to its
+	// waiters: the wait registry's own (wait.ErrClosed), one value both ways.
+	ErrClosed = wait.ErrClosed
 
 	// ErrInvalidName is returned for a lock name that is empty, longer than
 	// 4096 bytes, or whose keys could not share one cluster slot. Nothing is
@@ -54,6 +56,13 @@ var ErrPolicyMismatch = errors.New("fairrw: lock is held under another policy")
 // ErrClockSkew is returned by an acquire when Redis's clock is ahead of this
 // machine's by more than the unlock timeout, as safe retries assume it is not.
 var ErrClockSkew = errors.New("fairrw: the clocks of this machine and Redis differ too much")
+
+// ErrUnavailable is returned, wrapping the ctx's error and naming the
+// address, by a call whose ctx ended before the Client first reached Redis,
+// or while Redis was unavailable: its connection refused or broken, a round
+// trip unanswered for 100 ms or more, or (a waiting Lock) while the Client
+// found Redis unreachable. A lock-wait timeout wraps the ctx's error only.
+var ErrUnavailable = errors.New("fairrw: Redis unavailable")
 
 // ErrPermission is returned when Redis refused the Client's credentials or
 // the command a call sent: a wrong password or user (WRONGPASS), a server
@@ -118,3 +127,6 @@ func closedError(name string) error {
 // reason is err's message without its leading "fairrw: ", for a message
 // that goes on from a "fairrw: " of its own.
 func reason(err error) string { return strings.TrimPrefix(err.Error(), "fairrw: ") }
+
+// errClosedLease is the error of the leases still held when Close runs.
+var errClosedLease = tag("fairrw: lease lost: the client closed", ErrLeaseLost, ErrClosed)

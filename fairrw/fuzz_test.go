@@ -70,19 +70,19 @@ func lockNameSeeds() []string {
 // that its scripts rebuild from what it passes) for the lock k held by
 // owner, attempt and unlock request ids being id.
 func allKeys(t *testing.T, p policyImpl, k *lockKeys, owner, id string) []string {
-	keys := []string{k.name, k.channel, p.unlockLatch(k, id)}
-	if k.tracked != "" {
-		keys = append(keys, k.tracked)
+	keys := []string{k.name, k.Channel, p.unlockLatch(k, id)}
+	if k.Tracked != "" {
+		keys = append(keys, k.Tracked)
 	}
 	for _, mode := range []Mode{Read, Write} {
-		rk, _ := p.renew(time.Second, []*renewHold{{m: &RWMutex{keys: *k}, owner: owner, mode: mode}})
+		rk, _ := p.renew(time.Second, []renewKey{{keys: k, owner: owner, mode: mode}})
 		keys = append(keys, rk...)
 	}
 	switch pp := p.(type) {
 	case redissonPolicy:
 		// As acquire, release and forceUnlock build them.
 		acq := wire.RedissonAcquire{Name: k.name, Keys: k.fair, Owner: owner}
-		rel := wire.Release{Name: k.name, Channel: k.channel, Owner: owner, Request: id}
+		rel := wire.Release{Name: k.name, Channel: k.Channel, Owner: owner, Request: id}
 		read, write := wire.RedissonReadAcquire{RedissonAcquire: acq}, wire.RedissonWriteAcquire{RedissonAcquire: acq}
 		unlock := wire.RedissonUnlock{Release: rel}
 		for _, r := range []interface{ Render() ([]string, []string) }{&read, &write, &unlock} {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // janitor deletes unlock latches once their unlock has answered, as Java
@@ -89,7 +91,7 @@ func (j *janitor) delete(keys []string) {
 				failed = true
 			}
 		}
-		if !failed || try == 1 || sleepCtx(ctx, nil, 50*time.Millisecond) != nil {
+		if !failed || try == 1 || wait.Sleep(ctx, nil, 50*time.Millisecond) != nil {
 			return
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // A Lease is one granted hold of a lock, a read or the write. It is alive
@@ -33,7 +35,7 @@ type Lease struct {
 	mode     Mode
 	lease    time.Duration
 	watchdog bool
-	woken    wakeSource
+	woken    wait.Source
 	token    uint64
 	cohort   *cohort    // the cohort whose hold it is, if any (cohort.go)
 	share    *readShare // the shared read hold it is on, if any (readshare.go)
@@ -130,6 +132,18 @@ func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
+}
+
+// Context returns a context cancelled when the lease ends, at the moment Done
+// closes, even while Redis does not answer. Its cause is the lease's Err, or
+// after a successful Unlock an error that says so and wraps neither
+// ErrLeaseLost nor ErrClosed. It is one value per lease, with no
+// values or deadline, that the acquire's ctx does not cancel.
+func (l *Lease) Context() context.Context {
+	if l.q != nil {
+		return l.q.Context()
+	}
+	return l.ends.get(&l.mu)
 }
 
 // Deadline returns the time until which the lease is known to be held: the

@@ -6,22 +6,6 @@ import (
 	"sync/atomic"
 )
 
-// Context returns a context cancelled when the lease ends, at the moment Done
-// closes, even while Redis does not answer. Its cause is the lease's Err, or
-// after a successful Unlock an error that says so and wraps neither
-// ErrLeaseLost nor ErrClosed. It is one value per lease, with no
-// values or deadline, that the acquire's ctx does not cancel.
-func (l *Lease) Context() context.Context {
-	if l.q != nil {
-		return l.q.Context()
-	}
-	return l.ends.get(&l.mu)
-}
-
-// Context returns a context cancelled when the quorum lease ends, at the
-// moment Done closes, as Lease.Context.
-func (l *quorumLease) Context() context.Context { return l.ends.get(&l.mu) }
-
 // endContext is the Context of a lease. Its Done channel is the lease's
 // Done channel, so that nobody can see one ended and the other not, in
 // either order and without taking the lease's lock once it is made.

@@ -1,5 +1,7 @@
 package fairrw
 
+import "github.com/fairrw/rwlock/internal/wait"
+
 // Mode is the kind of hold a Lease grants: what ForceUnlock frees and what
 // Inspect reports of each holder (HolderInfo.Mode).
 type Mode uint8
@@ -22,4 +24,12 @@ func (m Mode) String() string {
 	default:
 		return "invalid"
 	}
+}
+
+// waitMode is m as the wait registry names it.
+func waitMode(m Mode) wait.Mode {
+	if m == Read {
+		return wait.Read
+	}
+	return wait.Write
 }

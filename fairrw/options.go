@@ -164,6 +164,19 @@ func WithURL(url string) Option {
 	})
 }
 
+// checkURLTLS refuses a rediss:// URL whose skip_verify turns certificate
+// verification off: a Client would then talk to whoever answers, and send
+// it the password. A URL is often configuration that nobody reviews as code;
+// a program that wants it anyway says so in code, with
+// TLSConfig.InsecureSkipVerify in WithClientOption.
+func checkURLTLS(opt rueidis.ClientOption) error {
+	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
+		return fmt.Errorf("%w: WithURL: skip_verify turns TLS certificate verification off, so anyone on the network path can pose as Redis and read the password: "+
+			"trust the server's CA instead (SSL_CERT_FILE, or TLSConfig.RootCAs in WithClientOption); to turn verification off anyway, set TLSConfig.InsecureSkipVerify in WithClientOption", ErrInvalidOption)
+	}
+	return nil
+}
+
 // WithClientOption makes the Client build its own rueidis client from opt,
 // and close it on Close. opt.OnInvalidations and opt.ClientTrackingOptions
 // must be unset: fairrw sets them, unless opt.DisableCache or AlwaysRESP2 is.
@@ -563,3 +576,8 @@ func (cfg *config) policyImpl() policyImpl {
 	}
 	return impl
 }
+
+// defaultConnectTimeout is how long a call whose ctx has no deadline waits
+// for a connection that the Client cannot make (WithConnectTimeout): the
+// dial timeout of rueidis, go-redis and redis-py.
+const defaultConnectTimeout = 5 * time.Second

@@ -7,10 +7,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// refusals are how Redis says it refused the user rather than the command:
+// refusalCodes are how Redis says it refused the user rather than the command:
 // its error codes, and the words of a refusal raised inside a script (Redis
 // 7.0 reports a refused PUBLISH from a script without the NOPERM code).
-var refusals = []string{"NOPERM", "WRONGPASS", "NOAUTH"}
+var refusalCodes = []string{"NOPERM", "WRONGPASS", "NOAUTH"}
 
 var refusalWords = []string{"no permissions to", "can't publish to the channel", "executing the script can't", "ACL failure"}
 
@@ -26,7 +26,7 @@ func refusedByACL(err error) bool {
 	if rerr, ok := rueidis.IsRedisErr(err); ok {
 		msg = rerr.Error()
 	}
-	for _, code := range refusals {
+	for _, code := range refusalCodes {
 		if strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code+" ") || strings.Contains(msg, "\n"+code+" ") {
 			return true
 		}

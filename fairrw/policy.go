@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -31,7 +32,7 @@ type policyImpl interface {
 	forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error)
 	// renew renders one call of the batched renewal script renewScript
 	// for holds, each renewed to lease.
-	renew(lease time.Duration, holds []*renewHold) (keys []string, args []string)
+	renew(lease time.Duration, holds []renewKey) (keys []string, args []string)
 	renewScript() *script.Script
 	// unlockLatch names the latch key of one unlock request, deleted after
 	// the unlock as Java does.
@@ -40,16 +41,27 @@ type policyImpl interface {
 	// try again: their sleep is then bounded by a third of the lease, and a
 	// waiter that gives up withdraws its entry.
 	queued() bool
-	// signal decodes a message on the lock's channel: whom it lets in.
-	signal(msg string) wakeSignal
+}
+
+// renewKey is one hold as a renewal script names it: the lock's keys, the
+// owner and mode of the hold, and whether it is a Mutex's (Java's renewal
+// script renews a Client's RWMutex and Mutex holds alike, and must be told
+// which is which). The renewer keeps the rest of a hold (renewHold).
+type renewKey struct {
+	keys  *lockKeys
+	owner string
+	mode  Mode
+	mutex bool
 }
 
 // lockKeys are the names a policy derives from a lock name, once per handle.
 type lockKeys struct {
-	name    string
-	slot    uint16
-	channel string // the pub/sub channel releases publish on
-	tracked string // the key whose invalidation means "try again"; "" for none
+	name string
+	slot uint16
+	// Keys are what the lock's waiters listen on: the pub/sub channel
+	// releases publish on, the key whose invalidation means "try again"
+	// ("" for none), and the format of the policy's messages on it.
+	wait.Keys
 	// fair are fairrw's keys of the name (wire.Fair): every policy's
 	// scripts name some of them (the fence; the fair state, which the
 	// Redisson formats refuse).
@@ -158,7 +170,7 @@ type releaseRequest struct {
 	// with its fencing token (grant on release: see lua/fair_lib.lua);
 	// nil tells no one. A registry rather than a callback: a closure would
 	// be one more allocation on every release.
-	grants *waitRegistry
+	grants *wait.Registry
 }
 
 // kept is what the release scripts are told the owner still holds.

@@ -10,6 +10,7 @@ import (
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -72,7 +73,7 @@ func (fairPolicy) keys(name string) (lockKeys, error) {
 	// No tracked key: waiters' own attempts write the state (queue entries),
 	// so its invalidations would wake waiters for nothing, and the release
 	// messages already name exactly who may enter.
-	return lockKeys{name: name, slot: slotOf(name), channel: fk.Channel, fair: fk}, nil
+	return lockKeys{name: name, slot: slotOf(name), Keys: wait.Keys{Channel: fk.Channel, Format: wait.FairFormat}, fair: fk}, nil
 }
 
 // call is what every fair script takes first (see lua/fair_lib.lua).
@@ -104,7 +105,7 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 		return releaseNotHeld, redisError(err)
 	}
 	if u.Grantee != "" && r.grants != nil {
-		r.grants.deliver(k, u.Grantee, u.Token)
+		r.grants.Deliver(&k.Keys, u.Grantee, u.Token)
 	}
 	return u.Result, nil
 }
@@ -126,22 +127,6 @@ func (fairPolicy) releaseFast(ctx context.Context, rdb rueidis.Client, k *lockKe
 	return res, applied, nil
 }
 
-// signal decodes the fair policies' messages (wire.DecodeFairMessage): "r"
-// lets every reader in, and a writer that keeps no place in the queue (a
-// quorum's: a queued one would have been granted instead); a grant tells
-// its owner it was granted the write.
-func (fairPolicy) signal(msg string) wakeSignal {
-	m, ok := wire.DecodeFairMessage(msg)
-	switch {
-	case !ok:
-		return wakeSignal{}
-	case m.Readers:
-		return wakeSignal{readers: true, writer: writerUnqueued}
-	default:
-		return wakeSignal{writer: writerNamed, owner: m.Grantee, granted: true, token: m.Token}
-	}
-}
-
 func (p fairPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {
 	req := wire.FairForceUnlock{FairCall: wire.FairCall{Name: k.name, Keys: k.fair, Policy: p.label, Protocol: p.protocol, Record: p.record, Mode: wire.Mode(mode), Publish: publish}}
 	keys, args := req.Render()
@@ -149,10 +134,10 @@ func (p fairPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lock
 	return freed, redisError(err)
 }
 
-func (fairPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (fairPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	req := wire.FairRenew{Lease: lease, Holds: make([]wire.FairRenewHold, len(holds))}
 	for i, h := range holds {
-		req.Holds[i] = wire.FairRenewHold{Keys: h.m.keys.fair, Mode: wire.Mode(h.mode), Owner: h.owner}
+		req.Holds[i] = wire.FairRenewHold{Keys: h.keys.fair, Mode: wire.Mode(h.mode), Owner: h.owner}
 	}
 	return req.Render()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -36,7 +37,7 @@ func (mutexPolicy) keys(name string) (lockKeys, error) {
 	if err := validateName(name, channel, wire.OwnerMarker(name, "x"), compat.UnlockLatch(name, "x"), fk.Fence, fk.State, fk.Readers); err != nil {
 		return lockKeys{}, err
 	}
-	return lockKeys{name: name, slot: slotOf(name), channel: channel, tracked: name, fair: fk}, nil
+	return lockKeys{name: name, slot: slotOf(name), Keys: wait.Keys{Channel: channel, Tracked: name, Format: wait.JavaFormat}, fair: fk}, nil
 }
 
 func (mutexPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
@@ -55,7 +56,7 @@ func (mutexPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys,
 }
 
 func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, _ Mode, publish string) (bool, error) {
-	req := wire.MutexForceUnlock{Name: k.name, Channel: k.channel, Keys: k.fair, Publish: publish}
+	req := wire.MutexForceUnlock{Name: k.name, Channel: k.Channel, Keys: k.fair, Publish: publish}
 	keys, args := req.Render()
 	freed, rwlock, err := wire.DecodeMutexForceUnlock(redissonLockForceUnlock.Exec(ctx, rdb, keys, args))
 	if rwlock {
@@ -67,7 +68,7 @@ func (mutexPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockK
 // renew renews like Java's RLock watchdog (the owner's field still there,
 // PEXPIRE the hash), but never below the PTTL left: a longer hold of the
 // same owner, taken WithLease, may need it.
-func (mutexPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (mutexPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	return redissonRenewCall(lease, holds)
 }
 
@@ -77,14 +78,4 @@ func (mutexPolicy) queued() bool { return false }
 
 func (mutexPolicy) unlockLatch(k *lockKeys, request string) string {
 	return k.fair.UnlockLatch(k.name, request)
-}
-
-// signal decodes Java's messages: "1" (a writer left, or a write was
-// downgraded) can let every reader in and one writer; "0" (the last reader
-// left, or a lock was freed) one waiter of either mode.
-func (mutexPolicy) signal(msg string) wakeSignal {
-	if msg == compat.ReadUnlockMessage {
-		return wakeSignal{readers: true, writer: writerOne}
-	}
-	return wakeSignal{writer: writerOrAnyMode}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -40,7 +41,7 @@ func (redissonPolicy) keys(name string) (lockKeys, error) {
 	if err := validateName(name, compat.Channel(name), compat.SuffixName(name, "x"), wire.OwnerMarker(name, "x"), fk.Fence, fk.State, fk.Readers); err != nil {
 		return lockKeys{}, err
 	}
-	return lockKeys{name: name, slot: slotOf(name), channel: compat.Channel(name), tracked: name, fair: fk}, nil
+	return lockKeys{name: name, slot: slotOf(name), Keys: wait.Keys{Channel: compat.Channel(name), Tracked: name, Format: wait.JavaFormat}, fair: fk}, nil
 }
 
 // wireAcquire is what every acquire on Redisson's format takes (the RLock's
@@ -63,7 +64,7 @@ func (redissonPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKe
 // wireRelease is what every release on Redisson's format takes (the
 // RLock's too).
 func wireRelease(k *lockKeys, r *releaseRequest) wire.Release {
-	return wire.Release{Name: k.name, Channel: k.channel, Keys: k.fair, Owner: r.owner, Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Publish: r.publish,
+	return wire.Release{Name: k.name, Channel: k.Channel, Keys: k.fair, Owner: r.owner, Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL, Publish: r.publish,
 		Abandon: r.abandon, MarkerTTL: r.markerTTL, Stamp: r.stamp, Window: r.window, Kept: r.state.kept()}
 }
 
@@ -74,24 +75,23 @@ func (redissonPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKe
 }
 
 func (redissonPolicy) forceUnlock(ctx context.Context, rdb rueidis.Client, k *lockKeys, mode Mode, publish string) (bool, error) {
-	req := wire.RedissonForceUnlock{Name: k.name, Channel: k.channel, Mode: wire.Mode(mode), Publish: publish}
+	req := wire.RedissonForceUnlock{Name: k.name, Channel: k.Channel, Mode: wire.Mode(mode), Publish: publish}
 	keys, args := req.Render()
 	freed, err := wire.DecodeForceUnlock(redissonForceUnlock.Exec(ctx, rdb, keys, args))
 	return freed, redisError(err)
 }
 
-func (redissonPolicy) renew(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func (redissonPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []string) {
 	return redissonRenewCall(lease, holds)
 }
 
 // redissonRenewCall renders a call of lua/redisson_renew.lua, which renews
 // a Client's read-write locks and its Mutexes alike: one batch holds both
 // (the renewal groups holds by script), so each hold says which it is.
-func redissonRenewCall(lease time.Duration, holds []*renewHold) ([]string, []string) {
+func redissonRenewCall(lease time.Duration, holds []renewKey) ([]string, []string) {
 	req := wire.RedissonRenew{Lease: lease, Holds: make([]wire.RedissonRenewHold, len(holds))}
 	for i, h := range holds {
-		_, mutex := h.m.policy.(mutexPolicy)
-		req.Holds[i] = wire.RedissonRenewHold{Name: h.m.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: mutex}
+		req.Holds[i] = wire.RedissonRenewHold{Name: h.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: h.mutex}
 	}
 	return req.Render()
 }
@@ -102,14 +102,4 @@ func (redissonPolicy) renewScript() *script.Script { return redissonRenew }
 
 func (redissonPolicy) unlockLatch(k *lockKeys, request string) string {
 	return k.fair.UnlockLatch(k.name, request)
-}
-
-// signal decodes Java's messages: "1" (a writer left, or a write was
-// downgraded) can let every reader in and one writer; "0" (the last reader
-// left, or a lock was freed) one waiter of either mode.
-func (redissonPolicy) signal(msg string) wakeSignal {
-	if msg == compat.ReadUnlockMessage {
-		return wakeSignal{readers: true, writer: writerOne}
-	}
-	return wakeSignal{writer: writerOrAnyMode}
 }

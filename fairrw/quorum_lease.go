@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // A quorumLease is one granted hold of a lock on at least a majority of a
@@ -18,7 +20,7 @@ type quorumLease struct {
 	mode   Mode
 	leases []*Lease // by node; nil where the node did not grant
 	token  uint64
-	woken  wakeSource // what woke the acquire for its last round
+	woken  wait.Source // what woke the acquire for its last round
 	drift  time.Duration
 	ends   endContext    // Context and Done (its channel), cancelled under mu
 	stop   chan struct{} // closed by Unlock: the watcher ends
@@ -68,6 +70,10 @@ func (l *quorumLease) Err() error {
 	defer l.mu.Unlock()
 	return l.err
 }
+
+// Context returns a context cancelled when the quorum lease ends, at the
+// moment Done closes, as Lease.Context.
+func (l *quorumLease) Context() context.Context { return l.ends.get(&l.mu) }
 
 // nodes returns how many nodes hold the lease now (alive node leases).
 func (l *quorumLease) nodes() int {

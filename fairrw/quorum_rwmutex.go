@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -80,7 +81,7 @@ const (
 	maxSplitBackoff = 200 * time.Millisecond
 )
 
-func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
+func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, waits bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -103,8 +104,8 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 		}
 	}()
 	splits := 0
-	woken := wakeNone // what ended the last sleep
-	if wait {
+	woken := wait.None // what ended the last sleep
+	if waits {
 		opts = append(opts[:len(opts):len(opts)], notifyWhenFree)
 	}
 	for {
@@ -116,7 +117,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts 
 			}
 			return out.lease, out.err
 		}
-		if !wait {
+		if !waits {
 			return nil, fmt.Errorf("%w: %q (%s): granted on %d of %d nodes, %d needed",
 				ErrNotAcquired, m.name, mode, out.granted, len(m.nodes), m.q.majority)
 		}
@@ -408,4 +409,15 @@ func majorityDeadline(leases []*Lease, majority int) time.Time {
 	}
 	slices.SortFunc(ds, func(a, b time.Time) int { return b.Compare(a) })
 	return ds[majority-1]
+}
+
+// join adds a waiter for m on every node, each starting its node's
+// subscription to the lock's channel if it is the first.
+func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
+	w := &quorumWait{wake: make(chan wait.Source, 1)}
+	for _, h := range m.nodes {
+		w.waiters = append(w.waiters, h.c.waiters().JoinUnqueued(&h.keys.Keys, waitMode(mode), w.wake))
+		w.clients = append(w.clients, h.c)
+	}
+	return w
 }

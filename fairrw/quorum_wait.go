@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // quorumWait is a quorum waiter: one waiter in each node Client's wait
@@ -11,26 +13,15 @@ import (
 // pub/sub message, or an invalidation of its lock key) wakes the quorum
 // waiter for its next round.
 type quorumWait struct {
-	waiters []*waiter
-	wake    chan wakeSource // the nodes' shared doorbell
+	waiters []*wait.Waiter
+	wake    chan wait.Source // the nodes' shared doorbell
 	clients []*Client
-}
-
-// join adds a waiter for m on every node, each starting its node's
-// subscription to the lock's channel if it is the first.
-func (m *QuorumRWMutex) join(mode Mode) *quorumWait {
-	w := &quorumWait{wake: make(chan wakeSource, 1)}
-	for _, h := range m.nodes {
-		w.waiters = append(w.waiters, h.c.waiters().joinUnqueued(&h.keys, h.policy, mode, w.wake))
-		w.clients = append(w.clients, h.c)
-	}
-	return w
 }
 
 // leave removes the waiter from every node.
 func (w *quorumWait) leave() {
 	for _, x := range w.waiters {
-		x.registry().leave(x)
+		x.Registry().Leave(x)
 	}
 }
 
@@ -50,8 +41,8 @@ func (w *quorumWait) within(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// ended says why a wait's context (from within) ended.
-func ended(ctx context.Context) error {
+// whyEnded says why a wait's context (from within) ended.
+func whyEnded(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), ErrClosed) {
 		return ErrClosed
 	}
@@ -63,8 +54,8 @@ func ended(ctx context.Context) error {
 func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
 	ctx, release := w.within(ctx)
 	defer release()
-	if sleepCtx(ctx, nil, d) != nil {
-		return ended(ctx)
+	if wait.Sleep(ctx, nil, d) != nil {
+		return whyEnded(ctx)
 	}
 	return nil
 }
@@ -75,7 +66,7 @@ func (w *quorumWait) pause(ctx context.Context, d time.Duration) error {
 func (w *quorumWait) awaitSubscriptions(ctx context.Context, bound time.Duration) error {
 	deadline := time.Now().Add(bound)
 	for _, x := range w.waiters {
-		if err := x.awaitSubscription(ctx, max(time.Until(deadline), 0)); err != nil {
+		if err := x.AwaitSubscription(ctx, max(time.Until(deadline), 0)); err != nil {
 			return err
 		}
 	}
@@ -85,17 +76,17 @@ func (w *quorumWait) awaitSubscriptions(ctx context.Context, bound time.Duration
 // sleep waits for a wake-up on any node, at most bound, and says what woke
 // it. The waiters are idle meanwhile, so that wake-ups go to them rather
 // than being absorbed.
-func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource, error) {
+func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wait.Source, error) {
 	for _, x := range w.waiters {
-		x.setBusy(false)
+		x.SetBusy(false)
 	}
 	defer func() { // retrying now: a wake-up meanwhile is absorbed
 		for _, x := range w.waiters {
-			x.setBusy(true)
+			x.SetBusy(true)
 		}
 	}()
 	for _, x := range w.waiters {
-		bound = x.napBound(bound) // shorter while a node's subscription is suspect
+		bound = x.NapBound(bound) // shorter while a node's subscription is suspect
 	}
 	ctx, release := w.within(ctx)
 	defer release()
@@ -105,8 +96,8 @@ func (w *quorumWait) sleep(ctx context.Context, bound time.Duration) (wakeSource
 	case src := <-w.wake:
 		return src, nil
 	case <-t.C:
-		return wakeTimer, nil
+		return wait.Timer, nil
 	case <-ctx.Done():
-		return wakeNone, ended(ctx)
+		return wait.None, whyEnded(ctx)
 	}
 }

@@ -285,7 +285,7 @@ func (t *telemetry) redisDisconnected(addr string, answered bool) {
 // one) wrapped to report every dial and connection (see redisHealth).
 func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
 	dialCtx := opt.DialCtxFn
-	dial := opt.DialFn // a caller's DialFn, which rueidis still honours, must keep working
+	dialFn := opt.DialFn // a caller's DialFn, which rueidis still honours, must keep working
 	noDelayOff := opt.DisableTCPNoDelay
 	return func(ctx context.Context, addr string, dialer *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		var conn net.Conn
@@ -294,8 +294,8 @@ func (t *telemetry) dialer(opt *rueidis.ClientOption) func(context.Context, stri
 		switch {
 		case dialCtx != nil:
 			conn, err = dialCtx(ctx, addr, dialer, cfg)
-		case dial != nil:
-			conn, err = dial(addr, dialer, cfg)
+		case dialFn != nil:
+			conn, err = dialFn(addr, dialer, cfg)
 		case cfg != nil:
 			conn, err = (&tls.Dialer{NetDialer: dialer, Config: cfg}).DialContext(ctx, "tcp", addr)
 		default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/internal/script"
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -222,19 +223,30 @@ func (r *renewer) batches(holds []*renewHold) ([]script.Call, [][]*renewHold) {
 	})
 	var calls []script.Call
 	var batches [][]*renewHold
+	named := renewKeys(holds) // one slice for the round, cut per batch
 	for i := 0; i < len(holds); {
 		g, end := groupOf(holds[i]), i+1
 		for end < len(holds) && groupOf(holds[end]) == g && end-i < maxRenewBatch {
 			end++
 		}
 		batch := holds[i:end:end]
-		i = end
 		p := batch[0].m.policy
-		keys, args := p.renew(r.c.settings().leaseTime, batch) // confirmed locally as sent + leaseTime
+		keys, args := p.renew(r.c.settings().leaseTime, named[i:end:end]) // confirmed locally as sent + leaseTime
+		i = end
 		calls = append(calls, script.Call{Script: p.renewScript(), Keys: keys, Args: args})
 		batches = append(batches, batch)
 	}
 	return calls, batches
+}
+
+// renewKeys is what the renewal scripts name of each of holds, in order.
+func renewKeys(holds []*renewHold) []renewKey {
+	named := make([]renewKey, len(holds))
+	for i, h := range holds {
+		_, mutex := h.m.policy.(mutexPolicy)
+		named[i] = renewKey{keys: &h.m.keys, owner: h.owner, mode: h.mode, mutex: mutex}
+	}
+	return named
 }
 
 func (h *renewHold) confirm(deadline time.Time) {
@@ -278,7 +290,7 @@ func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
 	var ends []loss
 	r.mu.Lock()
 	for l := range r.leases {
-		if l.woken != wakeShare && l.woken != wakeCohort {
+		if l.woken != wait.Share && l.woken != wait.Cohort {
 			continue
 		}
 		if err, ok := lost[ownerMode{l.own, l.mode}]; ok {
@@ -316,19 +328,4 @@ func (r *renewer) all() []*Lease {
 		leases = append(leases, l)
 	}
 	return leases
-}
-
-// withTimer is context.WithTimeout without a deadline: the context ends
-// after d by a timer. rueidis runs a command whose context has a deadline
-// synchronously when its connection is idle, and only that deadline ends
-// it then, not a cancellation: a renewal round bounded by a deadline would
-// hold Close, on a Redis that does not answer, for a whole renew interval.
-// (Reconnecting, rueidis bounds its handshake by the dial timeout.)
-func withTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	t := time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	return ctx, func() {
-		t.Stop()
-		cancel(context.Canceled)
-	}
 }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // An RWMutex is a handle on one distributed read-write lock. Every Lock,
@@ -241,7 +245,7 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		// The fast release only if no waiter of this Client is queued
 		// behind the hold: that one's queue entry would make it a wasted
 		// round trip (a waiter of another Client still may).
-		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waiters().waiting(&m.keys),
+		fast:      !abandon && o.fast && o.passed == 0 && o.reserve <= 1 && !m.c.waiters().Waiting(&m.keys.Keys),
 		stamp:     time.Now(),
 		window:    m.c.acceptWindow(),
 		latchTTL:  m.c.acceptWindow(),
@@ -283,7 +287,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 	// A Shutdown cut short stops it: boundedHalting cancels ctx then, and
 	// the backoff below wakes on halt.
 	req := &rc.req
-	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	backoff := wait.NewBackoff(wait.MinRetryBackoff, wait.MaxRetryBackoff)
 	restamped := false
 	for {
 		res, err := boundedHalting[releaseResult](m.c, ctx, cancel, rc)
@@ -308,7 +312,7 @@ func (m *RWMutex) send(ctx context.Context, deadline time.Time, rc *releaseCall,
 		if definite(err) || (unreachableFails && !rc.reached) {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
-		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.wait(ctx, m.c.haltContext().Done()) != nil {
+		if (!req.abandon && time.Since(req.stamp) >= m.c.retryWindow()) || backoff.Wait(ctx, m.c.haltContext().Done()) != nil {
 			return res, tag(fmt.Sprintf("fairrw: unlock %q: %s", m.keys.name, reason(err)), err)
 		}
 	}
@@ -360,3 +364,35 @@ func (e *notAcquiredError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotAcquired) hold.
 func (e *notAcquiredError) Unwrap() error { return ErrNotAcquired }
+
+// waitersIn reads how many writers are queued for the lock in Redis and,
+// with pf, how many PhaseFair readers wait, arming client tracking on both
+// keys: their next change pushes an invalidation (cohorts.invalidated). A
+// refusal by Redis (an ACL) makes the Client's cohorts blind.
+func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int64, err error) {
+	c := m.c
+	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
+	defer cancel()
+	type counts struct{ writers, readers int64 }
+	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
+		b := c.redis().B()
+		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.settings().leaseTime)}
+		if pf {
+			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.settings().leaseTime))
+		}
+		res := c.redis().DoMultiCache(ctx, cmds...)
+		var n counts
+		var err error
+		if n.writers, err = res[0].AsInt64(); err != nil {
+			return n, err
+		}
+		if pf {
+			n.readers, err = res[1].AsInt64()
+		}
+		return n, err
+	})
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		c.writeCohorts().blind.Store(true)
+	}
+	return n.writers, n.readers, err
+}

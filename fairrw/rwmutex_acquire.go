@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/fairrw/rwlock/internal/wait"
 	"github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -38,7 +39,7 @@ func (m *RWMutex) acquire(ctx context.Context, mode Mode, wait bool, opts []Acqu
 	l, err := a.run(ctx)
 	// Counted here, not through the pointer as they are made: kept by the
 	// acquisition, it would move the caller's trace to the heap.
-	stats.of(a)
+	a.addTo(stats)
 	return l, err
 }
 
@@ -100,19 +101,19 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	var l *Lease
 	var err error
 	if s := turn.successor; s != nil {
-		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wakeCohort,
+		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: s.o, w: s.waiter, refused: s.sent, firstWoken: wait.Cohort,
 			reserve: wire.TokenReserve}
 		l, err = a.runQueued(ctx, turn.released)
-		attempts.of(a)
+		a.addTo(attempts)
 	} else {
 		a := &acquisition{m: m, mode: Write, cfg: cfg, wait: true, o: m.newOwner(), queued: turn.queued, reserve: co.reserve()}
 		if waited {
 			// Granted at its first attempt, it still waited: for its
 			// cohort's hold to go back to Redis.
-			a.firstWoken = wakeCohort
+			a.firstWoken = wait.Cohort
 		}
 		l, err = a.run(ctx)
-		attempts.of(a)
+		a.addTo(attempts)
 		a.signalQueued()
 	}
 	co.mu.Lock()
@@ -154,38 +155,6 @@ func (m *RWMutex) leadQueued(ctx context.Context, co *cohort, cfg acquireConfig,
 	return l, nil
 }
 
-// waitersIn reads how many writers are queued for the lock in Redis and,
-// with pf, how many PhaseFair readers wait, arming client tracking on both
-// keys: their next change pushes an invalidation (cohorts.invalidated). A
-// refusal by Redis (an ACL) makes the Client's cohorts blind.
-func (m *RWMutex) waitersIn(ctx context.Context, pf bool) (writers, readers int64, err error) {
-	c := m.c
-	ctx, cancel := context.WithTimeout(ctx, c.retryWindow())
-	defer cancel()
-	type counts struct{ writers, readers int64 }
-	n, err := bounded(c, ctx, func(ctx context.Context) (counts, error) {
-		b := c.redis().B()
-		cmds := []rueidis.CacheableTTL{rueidis.CT(b.Zcard().Key(m.keys.fair.Queue).Cache().Pin(), c.settings().leaseTime)}
-		if pf {
-			cmds = append(cmds, rueidis.CT(b.Zcard().Key(m.keys.fair.Waiting).Cache().Pin(), c.settings().leaseTime))
-		}
-		res := c.redis().DoMultiCache(ctx, cmds...)
-		var n counts
-		var err error
-		if n.writers, err = res[0].AsInt64(); err != nil {
-			return n, err
-		}
-		if pf {
-			n.readers, err = res[1].AsInt64()
-		}
-		return n, err
-	})
-	if _, refused := rueidis.IsRedisErr(err); refused {
-		c.writeCohorts().blind.Store(true)
-	}
-	return n.writers, n.readers, err
-}
-
 // readerEnters counts a PhaseFair RLock of this Client in, for as long as
 // it is under way (until leave). It returns nil (whose methods do nothing)
 // when cohorts are off, for a TryRLock, or under another policy.
@@ -224,7 +193,7 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		if follow == nil {
 			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
 			l, err := a.run(ctx)
-			attempts.of(a)
+			a.addTo(attempts)
 			r.formedBy(s, l, lead)
 			return l, err
 		}
@@ -334,7 +303,7 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 		reply: acquireReply{granted: true, token: token},
 		sent:  now,
 		cover: min(st.reads[0], cfg.lease),
-		woken: wakeShare,
+		woken: wait.Share,
 	})
 	if l.loseIfGone() {
 		return nil

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairrw/rwlock/internal/wait"
 )
 
 // instrumentationName names fairrw's tracer and meter.
@@ -47,16 +49,6 @@ const (
 	attrShutLeases    = attribute.Key("fairrw.shutdown.leases")          // leases Shutdown ended
 	attrShutReleased  = attribute.Key("fairrw.shutdown.owners_released") // owners whose holds it released
 	attrShutLeft      = attribute.Key("fairrw.shutdown.owners_left")     // owners it could not release (they expire)
-)
-
-// Acquire outcomes: kindInfo.outcome of the call's error kind.
-const (
-	outcomeGranted     = "granted"
-	outcomeNotAcquired = "not_acquired" // TryLock or TryRLock found it held
-	outcomeCancelled   = "cancelled"    // the caller's ctx ended: a lock-wait timeout, or a cancelled call
-	outcomeUnavailable = "unavailable"  // Redis could not be reached, or did not answer in time
-	outcomeClosed      = "closed"       // Close or Shutdown: no failure
-	outcomeError       = "error"
 )
 
 // lossCause says why a lease ended other than by its Unlock.
@@ -471,12 +463,6 @@ type acquireStats struct {
 	waited   bool
 }
 
-// of adds an acquisition's figures to s.
-func (s *acquireStats) of(a *acquisition) {
-	s.attempts += a.attempts
-	s.waited = s.waited || a.waited
-}
-
 // noSpan is the span of a call that starts none (see spanSource): a no-op
 // span, which records nothing and whose End does nothing.
 var noSpan = trace.SpanFromContext(context.Background())
@@ -518,17 +504,17 @@ func (t *telemetry) startAcquire(ctx context.Context, op string, name string, mo
 // lease, or nil with err.
 func (a *acquireTrace) end(l *Lease, err error) {
 	t := a.t
-	wait := time.Since(a.start)
+	took := time.Since(a.start)
 	k := kindOf(err)
 	info := k.info()
 	mi := modeIndex(a.mode)
-	t.inst.acquireDuration.Record(context.Background(), wait.Seconds(), t.byAcquire[mi][boolIndex(a.stats.waited)][k].record...)
-	if l != nil && l.woken == wakeShare {
+	t.inst.acquireDuration.Record(context.Background(), took.Seconds(), t.byAcquire[mi][boolIndex(a.stats.waited)][k].record...)
+	if l != nil && l.woken == wait.Share {
 		t.inst.sharedReads.Add(context.Background(), 1, t.byPolicy.add...)
 	}
 	if a.span.IsRecording() {
 		ended := [...]attribute.KeyValue{attrOutcome.String(info.outcome), attrAttempts.Int(a.stats.attempts),
-			attrWait.Float64(wait.Seconds()), attrWaited.Bool(a.stats.waited), {}, {}}
+			attrWait.Float64(took.Seconds()), attrWaited.Bool(a.stats.waited), {}, {}}
 		n := 4
 		if l != nil {
 			ended[n], n = attrToken.Int64(int64(l.token)), n+1

@@ -17,27 +17,6 @@ import (
 // TLS: what a Client refuses to do, and how it explains the server's
 // refusals (docs/acl.md, "TLS").
 
-// checkURLTLS refuses a rediss:// URL whose skip_verify turns certificate
-// verification off: a Client would then talk to whoever answers, and send
-// it the password. A URL is often configuration that nobody reviews as code;
-// a program that wants it anyway says so in code, with
-// TLSConfig.InsecureSkipVerify in WithClientOption.
-func checkURLTLS(opt rueidis.ClientOption) error {
-	if opt.TLSConfig != nil && opt.TLSConfig.InsecureSkipVerify {
-		return fmt.Errorf("%w: WithURL: skip_verify turns TLS certificate verification off, so anyone on the network path can pose as Redis and read the password: "+
-			"trust the server's CA instead (SSL_CERT_FILE, or TLSConfig.RootCAs in WithClientOption); to turn verification off anyway, set TLSConfig.InsecureSkipVerify in WithClientOption", ErrInvalidOption)
-	}
-	return nil
-}
-
-// tlsRefused reports whether err is a TLS alert from the server: it
-// answered, and refused the handshake (most often the client's certificate,
-// or its absence). Waiting does not cure it.
-func tlsRefused(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "remote error"
-}
-
 // tlsRefusal returns the TLS alert with which the server refused a
 // connection of opt that failed with err, or nil. Under TLS 1.3 the server
 // checks the client's certificate after the handshake that the client saw

@@ -1,4 +1,4 @@
-package fairrw
+package wait
 
 import (
 	"testing"
@@ -12,9 +12,12 @@ import (
 // A probe, its own or another Client's, is no release: it wakes no one
 // else, under any policy.
 func TestProbeEcho(t *testing.T) {
-	for _, p := range []Policy{Redisson(), WriterPreferring(), PhaseFair()} {
-		t.Run(p.String(), func(t *testing.T) {
-			r, g, ws := testGroup(p, Write, Read)
+	for _, p := range []struct {
+		name   string
+		format Format
+	}{{"redisson", JavaFormat}, {"writer-preferring", FairFormat}, {"phase-fair", FairFormat}} {
+		t.Run(p.name, func(t *testing.T) {
+			r, g, ws := testGroup(p.format, Write, Read)
 			r.lostSubscription(g, false)
 			if g.suspectSince.IsZero() || g.probing {
 				t.Fatalf("after a loss: suspect since %v, probing %v; want suspect, no prober (no ctx)", g.suspectSince, g.probing)
@@ -42,7 +45,7 @@ func TestProbeEcho(t *testing.T) {
 // server ended does not (it is made again at once, and its confirmation
 // wakes them).
 func TestLostSubscriptionWakes(t *testing.T) {
-	r, g, ws := testGroup(WriterPreferring(), Write, Read)
+	r, g, ws := testGroup(FairFormat, Write, Read)
 	r.lostSubscription(g, false)
 	wantWoken(t, ws, false, false)
 	r.lostSubscription(g, true)
@@ -56,12 +59,12 @@ func TestLostSubscriptionWakes(t *testing.T) {
 // TestUnsettledFirstSubscription: in a Client that lost a subscription
 // lately, a new group's first subscription is suspect too; otherwise not.
 func TestUnsettledFirstSubscription(t *testing.T) {
-	r, g, _ := testGroup(Redisson(), Write)
+	r, g, _ := testGroup(JavaFormat, Write)
 	r.onSubscription(g, rueidis.PubSubSubscription{Kind: "subscribe"})
 	if !g.suspectSince.IsZero() {
 		t.Fatal("a first subscription in a settled Client is suspect")
 	}
-	r, g, _ = testGroup(Redisson(), Write)
+	r, g, _ = testGroup(JavaFormat, Write)
 	r.unsettledUntil = time.Now().Add(time.Second)
 	r.onSubscription(g, rueidis.PubSubSubscription{Kind: "subscribe"})
 	if g.suspectSince.IsZero() {
@@ -72,10 +75,10 @@ func TestUnsettledFirstSubscription(t *testing.T) {
 // TestNapBound: a suspect group's waiters sleep suspectMinNap at first, up
 // to suspectMaxNap as the suspicion ages, and never longer than asked.
 func TestNapBound(t *testing.T) {
-	_, g, ws := testGroup(WriterPreferring(), Write)
+	_, g, ws := testGroup(FairFormat, Write)
 	w := ws[0]
-	if got := w.napBound(10 * time.Second); got != 10*time.Second {
-		t.Fatalf("napBound not suspect = %v, want the bound", got)
+	if got := w.NapBound(10 * time.Second); got != 10*time.Second {
+		t.Fatalf("NapBound not suspect = %v, want the bound", got)
 	}
 	for _, c := range []struct {
 		age, bound, want time.Duration
@@ -85,12 +88,12 @@ func TestNapBound(t *testing.T) {
 		{10 * time.Minute, 10 * time.Second, suspectMaxNap},
 	} {
 		g.suspectSince = time.Now().Add(-c.age)
-		if got := w.napBound(c.bound); got != c.want {
-			t.Errorf("napBound(%v) suspect for %v = %v, want %v", c.bound, c.age, got, c.want)
+		if got := w.NapBound(c.bound); got != c.want {
+			t.Errorf("NapBound(%v) suspect for %v = %v, want %v", c.bound, c.age, got, c.want)
 		}
 	}
 	g.suspectSince = time.Now().Add(-500 * time.Millisecond)
-	if got := w.napBound(10 * time.Second); got < 500*time.Millisecond || got > suspectMaxNap {
-		t.Errorf("napBound suspect for 500ms = %v, want between 500ms and %v", got, suspectMaxNap)
+	if got := w.NapBound(10 * time.Second); got < 500*time.Millisecond || got > suspectMaxNap {
+		t.Errorf("NapBound suspect for 500ms = %v, want between 500ms and %v", got, suspectMaxNap)
 	}
 }

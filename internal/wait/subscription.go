@@ -1,4 +1,4 @@
-package fairrw
+package wait
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 // subscribe is the group's subscription loop. It re-subscribes whenever the
 // server drops the subscription (failover, slot migration, a lost
 // connection) until the group's last waiter leaves, then unsubscribes.
-func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
+func (r *Registry) subscribe(ctx context.Context, g *Group) {
 	defer r.wg.Done()
-	if !r.c.whenConnected(ctx) {
+	if !r.cfg.connected(ctx) {
 		return // the group ended, or the Client did, before it connected
 	}
-	rdb := r.c.redis()
-	sharded := r.c.publishCmd() == compat.SPublish
-	channel := g.keys.channel
+	rdb := r.cfg.Redis()
+	sharded := r.cfg.Publish() == compat.SPublish
+	channel := g.keys.Channel
 	// rueidis recycles a command once it ran: build a fresh one every time.
 	// Pinned, (un)subscribe commands are never recycled: rueidis can match
 	// an unsubscribe push to an UNSUBSCRIBE its writer is still encoding
@@ -35,7 +35,7 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 		return rdb.B().Subscribe().Channel(channel).Build().Pin()
 	}
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) { r.onSubscription(g, s) })
-	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+	backoff := NewBackoff(MinRetryBackoff, MaxRetryBackoff)
 	for ctx.Err() == nil {
 		err := rdb.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
 		if ctx.Err() != nil {
@@ -44,10 +44,10 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 		// Messages are lost until it is made again, and maybe after.
 		r.lostSubscription(g, err != nil)
 		if err == nil { // the server ended the subscription: make it again at once
-			backoff.reset()
+			backoff.Reset()
 			continue
 		}
-		if backoff.wait(ctx, nil) != nil {
+		if backoff.Wait(ctx, nil) != nil {
 			break
 		}
 	}
@@ -56,9 +56,9 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 	// A Shutdown cut short (halt) does not wait for a Redis that does not
 	// answer, where rueidis can stop the command: the server drops the
 	// subscription with the connection.
-	uctx, cancel := context.WithTimeout(r.c.haltContext(), r.c.settings().unlockTimeout)
+	uctx, cancel := context.WithTimeout(r.cfg.Halt, r.cfg.UnlockTimeout)
 	defer cancel()
-	if !notBusy(uctx, rdb) {
+	if !r.notBusy(uctx, rdb) {
 		// Still busy in a script: the server keeps the subscription until
 		// the connection closes, and rueidis drops what it pushes.
 		return
@@ -84,14 +84,14 @@ func (r *waitRegistry) subscribe(ctx context.Context, g *waitGroup) {
 // command for the second). A conformance fault running such a script every
 // second or so found it once in three 20 s runs; the fix is rueidis's
 // (isUnsubReply).
-func notBusy(ctx context.Context, rdb rueidis.Client) bool {
-	backoff := newBackoff(minRetryBackoff, maxRetryBackoff)
+func (r *Registry) notBusy(ctx context.Context, rdb rueidis.Client) bool {
+	backoff := NewBackoff(MinRetryBackoff, MaxRetryBackoff)
 	for {
 		err := rdb.Do(ctx, rdb.B().Ping().Build().Pin()).Error()
-		if r, ok := replyOf(err); !ok || r.code != "BUSY " {
+		if !r.cfg.Busy(err) {
 			return true
 		}
-		if backoff.wait(ctx, nil) != nil {
+		if backoff.Wait(ctx, nil) != nil {
 			return false
 		}
 	}
@@ -103,7 +103,7 @@ func notBusy(ctx context.Context, rdb rueidis.Client) bool {
 // Either may have been routed to a node that the lock's messages do not
 // reach yet: the group is then suspect until a probe comes back (see
 // topology.go).
-func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription) {
+func (r *Registry) onSubscription(g *Group, s rueidis.PubSubSubscription) {
 	if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
 		return
 	}
@@ -115,33 +115,33 @@ func (r *waitRegistry) onSubscription(g *waitGroup, s rueidis.PubSubSubscription
 		r.firstSubscriptionLocked(g)
 		return
 	}
-	r.wakeAllLocked(g, wakeResubscribe)
+	r.wakeAllLocked(g, Resubscribe)
 	r.suspectLocked(g, false)
 	r.proveLocked(g)
 }
 
 // onMessage handles a message on a lock's channel: the lock's policy says
-// whom it lets in (policyImpl.signal). A probe (see topology.go) lets no
+// whom it lets in (Keys.Format). A probe (see topology.go) lets no
 // one in.
-func (r *waitRegistry) onMessage(g *waitGroup, msg string) {
+func (r *Registry) onMessage(g *Group, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.probeEchoLocked(g, msg) {
 		return
 	}
-	r.applyLocked(g, g.policy.signal(msg), wakePubSub)
+	r.applyLocked(g, g.keys.Format.decode(msg), PubSub)
 }
 
-// onInvalidations is the rueidis client-tracking hook. It runs on the
+// OnInvalidations is the rueidis client-tracking hook. It runs on the
 // connection's reading goroutine, so it only signals. nil means the
 // connection closed or the server flushed its tracking table: any key may
 // have changed, so every waiter retries.
-func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
+func (r *Registry) OnInvalidations(messages []rueidis.RedisMessage) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if messages == nil {
 		for _, g := range r.groups {
-			r.wakeAllLocked(g, wakeInvalidation)
+			r.wakeAllLocked(g, Invalidation)
 		}
 		return
 	}
@@ -155,8 +155,8 @@ func (r *waitRegistry) onInvalidations(messages []rueidis.RedisMessage) {
 			// downgrade admits every reader (and publishes nothing), a
 			// release one writer or every reader. Waking one waiter, a
 			// writer that then fails, would leave the readers asleep.
-			r.wakeReadersLocked(g, wakeInvalidation)
-			r.wakeOneLocked(g, wakeInvalidation, Write)
+			r.wakeReadersLocked(g, Invalidation)
+			r.wakeOneLocked(g, Invalidation, Write)
 		}
 	}
 }

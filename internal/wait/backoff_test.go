@@ -1,4 +1,4 @@
-package fairrw
+package wait
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 // on reset. synctest's clock makes them exact.
 func TestBackoffTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBackoff(time.Millisecond, 5*time.Millisecond)
+		b := NewBackoff(time.Millisecond, 5*time.Millisecond)
 		pause := func() time.Duration {
 			t.Helper()
 			start := time.Now()
-			if err := b.wait(t.Context(), nil); err != nil {
+			if err := b.Wait(t.Context(), nil); err != nil {
 				t.Fatalf("wait: %v", err)
 			}
 			return time.Since(start)
@@ -26,7 +26,7 @@ func TestBackoffTimings(t *testing.T) {
 				t.Fatalf("pause %d: %v, want %v", i, got, want*time.Millisecond)
 			}
 		}
-		b.reset()
+		b.Reset()
 		if got := pause(); got != time.Millisecond {
 			t.Fatalf("pause after reset: %v, want 1ms", got)
 		}
@@ -37,11 +37,11 @@ func TestBackoffTimings(t *testing.T) {
 // when closing closes; the next pause still grows.
 func TestBackoffCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBackoff(time.Second, 4*time.Second)
+		b := NewBackoff(time.Second, 4*time.Second)
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(10*time.Millisecond, cancel)
 		start := time.Now()
-		if err := b.wait(ctx, nil); !errors.Is(err, context.Canceled) {
+		if err := b.Wait(ctx, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled: %v, want context.Canceled", err)
 		}
 		if got := time.Since(start); got != 10*time.Millisecond {
@@ -51,7 +51,7 @@ func TestBackoffCancel(t *testing.T) {
 		closing := make(chan struct{})
 		time.AfterFunc(20*time.Millisecond, func() { close(closing) })
 		start = time.Now()
-		if err := b.wait(t.Context(), closing); !errors.Is(err, ErrClosed) {
+		if err := b.Wait(t.Context(), closing); !errors.Is(err, ErrClosed) {
 			t.Fatalf("closing: %v, want ErrClosed", err)
 		}
 		if got := time.Since(start); got != 20*time.Millisecond {
@@ -61,7 +61,7 @@ func TestBackoffCancel(t *testing.T) {
 		ctx, cancel = context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
 		start = time.Now()
-		if err := b.wait(ctx, nil); err != nil {
+		if err := b.Wait(ctx, nil); err != nil {
 			t.Fatalf("wait: %v", err)
 		}
 		if got := time.Since(start); got != 4*time.Second {

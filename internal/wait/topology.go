@@ -1,4 +1,4 @@
-package fairrw
+package wait
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func newProbe() string { return "-" + strconv.FormatUint(rand.Uint64()>>1|1, 10)
 
 // suspectLocked makes g suspect, if it is not already. lost: the
 // subscription was lost, so the probes sent before no longer prove anything.
-func (r *waitRegistry) suspectLocked(g *waitGroup, lost bool) {
+func (r *Registry) suspectLocked(g *Group, lost bool) {
 	if lost {
 		g.probes = nil
 	}
@@ -79,7 +79,7 @@ func (r *waitRegistry) suspectLocked(g *waitGroup, lost bool) {
 
 // proveLocked is called when a suspect group's subscription is confirmed:
 // its prober (started now, or woken) sends a probe at once.
-func (r *waitRegistry) proveLocked(g *waitGroup) {
+func (r *Registry) proveLocked(g *Group) {
 	if g.suspectSince.IsZero() || g.ctx == nil {
 		return
 	}
@@ -101,27 +101,27 @@ func (r *waitRegistry) proveLocked(g *waitGroup) {
 // while, and g until a probe comes back on the one made again. With wake,
 // its waiters retry now and sleep the short naps from then on (the
 // subscription may take long to come back: its connection broke).
-func (r *waitRegistry) lostSubscription(g *waitGroup, wake bool) {
+func (r *Registry) lostSubscription(g *Group, wake bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.unsettledUntil = time.Now().Add(unsettledFor)
 	r.suspectLocked(g, true)
 	if wake {
-		r.wakeAllLocked(g, wakeResubscribe)
+		r.wakeAllLocked(g, Resubscribe)
 	}
 }
 
 // probeEchoLocked handles a probe on g's channel: one of g's own ends the
 // suspicion, and every waiter retries once more. It reports whether msg was
 // a probe (of anyone), which wakes nobody else.
-func (r *waitRegistry) probeEchoLocked(g *waitGroup, msg string) bool {
+func (r *Registry) probeEchoLocked(g *Group, msg string) bool {
 	if !isProbe(msg) {
 		return false
 	}
 	for _, p := range g.probes {
 		if p == msg && !g.suspectSince.IsZero() {
 			g.suspectSince, g.probes = time.Time{}, nil
-			r.wakeAllLocked(g, wakeResubscribe)
+			r.wakeAllLocked(g, Resubscribe)
 			break
 		}
 	}
@@ -132,9 +132,9 @@ func (r *waitRegistry) probeEchoLocked(g *waitGroup, msg string) bool {
 // probeEchoLocked) or the group ends, every suspectMinNap at first, then
 // less often, up to every suspectMaxNap; at once again when kicked (the
 // subscription was made again).
-func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
+func (r *Registry) probe(g *Group, kick <-chan struct{}) {
 	defer r.wg.Done()
-	nap := newBackoff(suspectMinNap, suspectMaxNap)
+	nap := NewBackoff(suspectMinNap, suspectMaxNap)
 	for {
 		r.mu.Lock()
 		if g.suspectSince.IsZero() || g.ctx.Err() != nil {
@@ -151,17 +151,17 @@ func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
 		// An error (the slot's primary is unreachable, say) is answered by
 		// the next probe; the waiters meanwhile take short naps.
 		ctx, cancel := context.WithTimeout(g.ctx, probeTimeout)
-		stop := context.AfterFunc(r.c.haltContext(), cancel) // a Shutdown cut short
-		req := wire.Probe{Channel: g.keys.channel, Publish: r.c.publishCmd(), Probe: p}
+		stop := context.AfterFunc(r.cfg.Halt, cancel) // a Shutdown cut short
+		req := wire.Probe{Channel: g.keys.Channel, Publish: r.cfg.Publish(), Probe: p}
 		keys, args := req.Render()
-		_ = probeScript.Exec(ctx, r.c.redis(), keys, args).Error()
+		_ = probeScript.Exec(ctx, r.cfg.Redis(), keys, args).Error()
 		stop()
 		cancel()
 		// A kick ends the nap as a closing channel would, with ErrClosed.
-		switch err := nap.wait(g.ctx, kick); {
+		switch err := nap.Wait(g.ctx, kick); {
 		case err == nil: // the nap ran out: the next is twice as long
 		case errors.Is(err, ErrClosed): // kicked
-			nap.reset()
+			nap.Reset()
 		default: // the group ended
 			r.mu.Lock()
 			g.probing = false
@@ -173,18 +173,18 @@ func (r *waitRegistry) probe(g *waitGroup, kick <-chan struct{}) {
 
 // firstSubscriptionLocked is called on a group's first subscription: in a
 // Client that lost a subscription lately, it is doubted too.
-func (r *waitRegistry) firstSubscriptionLocked(g *waitGroup) {
+func (r *Registry) firstSubscriptionLocked(g *Group) {
 	if time.Now().Before(r.unsettledUntil) {
 		r.suspectLocked(g, false)
 		r.proveLocked(g)
 	}
 }
 
-// napBound returns the longest w may sleep, given bound: while its group
+// NapBound returns the longest w may sleep, given bound: while its group
 // is suspect, a short nap that grows with the suspicion's age, from
 // suspectMinNap to suspectMaxNap.
-func (w *waiter) napBound(bound time.Duration) time.Duration {
-	r := w.registry()
+func (w *Waiter) NapBound(bound time.Duration) time.Duration {
+	r := w.group.registry
 	r.mu.Lock()
 	since := w.group.suspectSince
 	r.mu.Unlock()

@@ -1,11 +1,11 @@
-package fairrw
+package wait
 
-// Who gets woken by what: the targeted wake-ups (see waitRegistry) that a
+// Who gets woken by what: the targeted wake-ups (see Registry) that a
 // release's message, an invalidation, a grant or a reader's entry turn into.
 
-// granted is called when a waiter got the lock: a reader passes the turn to
+// Granted is called when a waiter got the lock: a reader passes the turn to
 // the next idle reader, which may share the lock with it.
-func (r *waitRegistry) granted(w *waiter) {
+func (r *Registry) Granted(w *Waiter) {
 	if w.mode != Read {
 		return
 	}
@@ -13,7 +13,7 @@ func (r *waitRegistry) granted(w *waiter) {
 	defer r.mu.Unlock()
 	for _, x := range w.group.waiters {
 		if x != w && x.mode == Read && !x.busy {
-			r.signalLocked(x, wakeHandover)
+			r.signalLocked(x, Handover)
 			return
 		}
 	}
@@ -21,8 +21,8 @@ func (r *waitRegistry) granted(w *waiter) {
 
 // wakeOneLocked wakes one waiter of mode (0: any): one already retrying
 // absorbs it; otherwise the longest-waiting idle one is woken.
-func (r *waitRegistry) wakeOneLocked(g *waitGroup, src wakeSource, mode Mode) {
-	var idle *waiter
+func (r *Registry) wakeOneLocked(g *Group, src Source, mode Mode) {
+	var idle *Waiter
 	for _, w := range g.waiters {
 		if mode != 0 && w.mode != mode {
 			continue
@@ -41,13 +41,13 @@ func (r *waitRegistry) wakeOneLocked(g *waitGroup, src wakeSource, mode Mode) {
 }
 
 // wakeAllLocked wakes every waiter.
-func (r *waitRegistry) wakeAllLocked(g *waitGroup, src wakeSource) {
+func (r *Registry) wakeAllLocked(g *Group, src Source) {
 	for _, w := range g.waiters {
 		r.signalLocked(w, src)
 	}
 }
 
-func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
+func (r *Registry) signalLocked(w *Waiter, src Source) {
 	w.busy = true
 	select {
 	case w.wake <- src:
@@ -55,7 +55,7 @@ func (r *waitRegistry) signalLocked(w *waiter, src wakeSource) {
 	}
 }
 
-func (r *waitRegistry) wakeReadersLocked(g *waitGroup, src wakeSource) {
+func (r *Registry) wakeReadersLocked(g *Group, src Source) {
 	for _, w := range g.waiters {
 		if w.mode == Read {
 			r.signalLocked(w, src)
@@ -63,19 +63,19 @@ func (r *waitRegistry) wakeReadersLocked(g *waitGroup, src wakeSource) {
 	}
 }
 
-// deliver tells the waiter of owner on lock k, if it waits in this Client,
+// Deliver tells the waiter of owner on lock k, if it waits in this Client,
 // that a release granted it the lock with token: the releasing Unlock's
 // reply, which arrives before the release's message.
-func (r *waitRegistry) deliver(k *lockKeys, owner string, token uint64) {
+func (r *Registry) Deliver(k *Keys, owner string, token uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if g := r.groups[k.channel]; g != nil {
-		r.applyLocked(g, wakeSignal{writer: writerNamed, owner: owner, granted: true, token: token}, wakeReply)
+	if g := r.groups[k.Channel]; g != nil {
+		r.applyLocked(g, signal{writer: writerNamed, owner: owner, granted: true, token: token}, Reply)
 	}
 }
 
 // applyLocked wakes the waiters sig lets in.
-func (r *waitRegistry) applyLocked(g *waitGroup, sig wakeSignal, src wakeSource) {
+func (r *Registry) applyLocked(g *Group, sig signal, src Source) {
 	if sig.readers {
 		r.wakeReadersLocked(g, src)
 	}
@@ -106,9 +106,9 @@ func (r *waitRegistry) applyLocked(g *waitGroup, sig wakeSignal, src wakeSource)
 			}
 			if sig.granted { // the latest grant counts
 				w.granted, w.token = true, sig.token
-				w.grantBy = wakeGrant
-				if src == wakeReply {
-					w.grantBy = wakeReply
+				w.grantBy = Grant
+				if src == Reply {
+					w.grantBy = Reply
 				}
 			}
 			r.signalLocked(w, w.grantBy)
