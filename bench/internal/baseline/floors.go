@@ -105,6 +105,80 @@ return 1`),
 		cleanup:    -1,
 		held:       1,
 	}
+	// Exists3Floor is FastPathFloor whose acquire probes only the state,
+	// the Redisson hash and the give-up marker (EXISTS of 3 keys where it
+	// has 7), naming the same 9 keys and 11 values: the layout where the
+	// state hash outlives every entry of the readers, the queue and the
+	// phase-fair keys, so that its absence implies theirs.
+	Exists3Floor = &Pair{
+		Name:     "exists3-floor",
+		About:    "FastPathFloor with EXISTS of 3 keys (S, X, M): the same keys and values named",
+		Commands: 9,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[1], KEYS[8], KEYS[9])
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+redis.call('set', KEYS[7], text, 'px', '1000', 'get')
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock:     FastPathFloor.unlock,
+		keys:       FastPathFloor.keys,
+		lockArgs:   FastPathFloor.lockArgs,
+		unlockArgs: FastPathFloor.unlockArgs,
+		unlockKeys: 3,
+		cleanup:    2,
+		held:       1,
+	}
+	// NoFenceFloor is FastPathFloor without the fence's SET GET: what the
+	// fencing token's key costs, by difference.
+	NoFenceFloor = &Pair{
+		Name:     "no-fence-floor",
+		About:    "FastPathFloor without the SET GET of the fence: EXISTS of 7, TIME, HSET, PEXPIREAT",
+		Commands: 8,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[1], KEYS[8], KEYS[9], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock:     FastPathFloor.unlock,
+		keys:       FastPathFloor.keys,
+		lockArgs:   FastPathFloor.lockArgs,
+		unlockArgs: FastPathFloor.unlockArgs,
+		unlockKeys: 3,
+		cleanup:    2,
+		held:       1,
+	}
+	// Lean4Floor is Exists3Floor with an acquire script of its own naming
+	// only what its commands use: S, F, X, M (4 keys) and 7 values.
+	Lean4Floor = &Pair{
+		Name:     "lean4-floor",
+		About:    "Exists3Floor's commands, its acquire naming 4 keys (S, F, X, M) and 7 values",
+		Commands: 9,
+		lock: rueidis.NewLuaScript(`
+redis.call('exists', KEYS[1], KEYS[3], KEYS[4])
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+redis.call('set', KEYS[2], text, 'px', '1000', 'get')
+local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`),
+		unlock: fastUnlockFloor,
+		keys: func(key string) []string {
+			b, x, m, latch := floorNames(key)
+			return []string{b, b + ":fence", x, m, b, b + ":readers", latch}
+		},
+		lockArgs:   leanArgs,
+		unlockArgs: fastUnlockArgs,
+		split:      4,
+		cleanup:    6,
+		held:       1,
+	}
 	// NoLatchFloor is FastPathFloor without the release's latch: no SET
 	// NX, and so no DEL of it afterwards. What a retried release needs, by
 	// difference.
@@ -128,7 +202,7 @@ return 1`),
 
 // Floors returns FastPathFloor and the floors of the other layouts.
 func Floors() []*Pair {
-	return []*Pair{FastPathFloor, LeanFloor, GuardFloor, OneKeyFloor, NoLatchFloor}
+	return []*Pair{FastPathFloor, Exists3Floor, NoFenceFloor, LeanFloor, Lean4Floor, GuardFloor, OneKeyFloor, NoLatchFloor}
 }
 
 // floorOwner is an owner (and a request id) as fairrw writes them.
