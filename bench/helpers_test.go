@@ -263,6 +263,7 @@ func commandStats(ctx context.Context, rdb rueidis.Client) (redisinfo.Stats, err
 type serverSample struct {
 	cpu     time.Duration // used_cpu_user + used_cpu_sys of the redis-server process
 	scripts int64         // EVALSHA + EVAL calls
+	usec    int64         // time inside them (commandstats), µs
 	tracked int64         // tracking_total_keys: keys in the server's client-tracking table
 }
 
@@ -276,13 +277,18 @@ func (e *env) sampleServer(b *testing.B) serverSample {
 		b.Fatalf("INFO: %v", err)
 	}
 	tracked, _ := strconv.ParseInt(redisinfo.Field(info, "tracking_total_keys"), 10, 64)
-	return serverSample{cpu: redisinfo.CPU(info), scripts: redisinfo.ParseCommandStats(info).Scripts(), tracked: tracked}
+	stats := redisinfo.ParseCommandStats(info)
+	return serverSample{cpu: redisinfo.CPU(info), scripts: stats.Scripts(), usec: stats.ScriptUsec(), tracked: tracked}
 }
 
 // reportServer reports, since before, the Redis CPU time per op
 // (redis-cpu-µs/op), the share of the measured wall time Redis was on a CPU
 // (redis-busy: near 1 means its single thread was the bottleneck), the
-// script calls per op (scripts/op) and the growth of the server's
+// script calls per op (scripts/op), the time Redis spent inside them per
+// op (script-µs/op: commandstats, their inner commands included, reading
+// and replying not: the scripts' own cost, less sensitive than
+// redis-cpu-µs/op to how many calls one read of a socket brings), and the
+// growth of the server's
 // client-tracking table per op (tracked-keys/op: keys some client was
 // tracking and that were never invalidated since). Call it right after the
 // measured loop.
@@ -296,5 +302,6 @@ func (e *env) reportServer(b *testing.B, before serverSample) {
 		b.ReportMetric(float64(cpu)/float64(el), "redis-busy")
 	}
 	b.ReportMetric(float64(after.scripts-before.scripts)/float64(b.N), "scripts/op")
+	b.ReportMetric(float64(after.usec-before.usec)/float64(b.N), "script-µs/op")
 	b.ReportMetric(float64(after.tracked-before.tracked)/float64(b.N), "tracked-keys/op")
 }

@@ -67,7 +67,9 @@ type cohort struct {
 
 	// readers counts the PhaseFair RLock calls of this Client under way on
 	// the name, and unsettled those of them whose first attempt has not
-	// been answered yet (cohortReader); settledBell rings when one is.
+	// been answered yet (cohortReader); settledBell rings when one is (made
+	// by join for the first PhaseFair caller, before any read counts in
+	// unsettled; nil for a cohort no such read joined).
 	readers, unsettled atomic.Int32
 	settledBell        chan struct{}
 	// What the Client knows of who waits in Redis: the writers queued and
@@ -187,13 +189,19 @@ func (r *cohorts) join(k *lockKeys, pf bool) *cohort {
 			r.m = make(map[string]*cohort)
 			r.byKey = make(map[string]*cohort)
 		}
-		co = &cohort{reg: r, name: k.name, queue: k.fair.Queue, settledBell: make(chan struct{}, 1)}
+		co = &cohort{reg: r, name: k.name, queue: k.fair.Queue}
 		if pf {
 			co.waiting = k.fair.Waiting
 			r.byKey[co.waiting] = co
 		}
 		r.m[k.name] = co
 		r.byKey[co.queue] = co
+	}
+	if pf && co.settledBell == nil {
+		// Only PhaseFair reads ring it (cohortReader), each after joining
+		// here: a writer-preferring cohort, made and dropped by every
+		// uncontended Lock, goes without.
+		co.settledBell = make(chan struct{}, 1)
 	}
 	co.refs++
 	return co

@@ -176,8 +176,14 @@ func FuzzLockName(f *testing.F) {
 					}
 				}
 			}
-			if m := clients[i].c.RWMutex(name); m.err != nil || m.lockName() != name {
+			m := clients[i].c.RWMutex(name)
+			if m.err != nil || m.lockName() != name {
 				t.Fatalf("%s: RWMutex(%q): name %q, err %v", p, name, m.lockName(), m.err)
+			}
+			// A release's id and latch, built in one string, are those the
+			// policy names.
+			if id, latch := m.newUnlockRequest(); len(id) != 32 || latch != impl.unlockLatch(&m.keys, id) {
+				t.Fatalf("%s: unlock request %q, latch %q; want 32 hex digits and %q", p, id, latch, impl.unlockLatch(&m.keys, id))
 			}
 		}
 		// The two fair policies build the same keys: they must agree.

@@ -93,6 +93,11 @@ type acquireRequest struct {
 	// attempt, on its connection (WithSyncReplicas).
 	syncReplicas int64
 	syncTimeout  time.Duration
+	// fair is where the fair policies render the attempt's wire request:
+	// a request rendered through its layout's columns escapes, and this
+	// one lives in the attempt's call already (one allocation fewer per
+	// attempt). A request is sent by one try at a time (attempt's loop).
+	fair wire.FairAcquire
 }
 
 type acquireReply struct {
@@ -171,6 +176,12 @@ type releaseRequest struct {
 	// nil tells no one. A registry rather than a callback: a closure would
 	// be one more allocation on every release.
 	grants *wait.Registry
+	// fastWire is where fair_unlock_fast's wire request is rendered, as
+	// acquireRequest.fair. Only a Lease's last release sends it, by one
+	// try at a time: a release tried again in the background is a new
+	// request (Lease.followUp); a give-back, tried again with the same
+	// one, never goes to the fast path.
+	fastWire wire.FairUnlockFast
 }
 
 // kept is what the release scripts are told the owner still holds.

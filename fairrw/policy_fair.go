@@ -82,7 +82,8 @@ func (p fairPolicy) call(k *lockKeys, mode Mode, owner string, stamp time.Time, 
 }
 
 func (p fairPolicy) acquire(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *acquireRequest) (acquireReply, error) {
-	req := wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify, Reserve: r.reserve}
+	req := &r.fair
+	*req = wire.FairAcquire{FairCall: p.call(k, r.mode, r.owner, r.stamp, r.window, r.publish), Wait: r.wait, Further: r.further, Notify: r.notify, Reserve: r.reserve}
 	req.Lease, req.Queue = r.lease, r.queue
 	keys, args := req.Render()
 	return runAcquire(ctx, rdb, fairAcquire, keys, args, r)
@@ -118,7 +119,8 @@ func (p fairPolicy) release(ctx context.Context, rdb rueidis.Client, k *lockKeys
 // further hold was taken, or it is gone): the caller sends fair_unlock then,
 // under the same request id, and its latch.
 func (fairPolicy) releaseFast(ctx context.Context, rdb rueidis.Client, k *lockKeys, r *releaseRequest) (res releaseResult, applied bool, err error) {
-	req := wire.FairUnlockFast{Name: k.name, Keys: k.fair, Mode: wire.Mode(r.mode), Owner: r.owner, Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL}
+	req := &r.fastWire
+	*req = wire.FairUnlockFast{Name: k.name, Keys: k.fair, Mode: wire.Mode(r.mode), Owner: r.owner, Request: r.request, Latch: r.latch, LatchTTL: r.latchTTL}
 	keys, args := req.Render()
 	res, applied, err = wire.DecodeFairUnlockFast(fairUnlockFast.Exec(ctx, rdb, keys, args))
 	if err != nil {

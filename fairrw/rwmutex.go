@@ -231,12 +231,12 @@ type releaseCall struct {
 // newRelease prepares a release of one hold of mode by owner o (see
 // releaseWithin).
 func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *releaseCall {
-	request := newRequestID()
+	request, latch := m.newUnlockRequest()
 	return &releaseCall{m: m, req: releaseRequest{
 		mode:    mode,
 		owner:   o.id,
 		request: request,
-		latch:   m.policy.unlockLatch(&m.keys, request),
+		latch:   latch,
 		abandon: abandon,
 		state:   st,
 		// A read attempt given up may have been granted unseen.
@@ -256,6 +256,18 @@ func (m *RWMutex) newRelease(o *owner, mode Mode, st ownerState, abandon bool) *
 		// Client: the reply wakes it before the message would.
 		grants: m.c.waiters(),
 	}}
+}
+
+// newUnlockRequest returns a new unlock request id and its latch's key
+// (policyImpl.unlockLatch). Every policy's latch is the name's latch
+// prefix followed by the id (wire.FairKeys.UnlockLatch): then one string
+// holds both.
+func (m *RWMutex) newUnlockRequest() (request, latch string) {
+	if p := m.keys.fair.Latch; p != "" {
+		return newRequestIDAfter(p)
+	}
+	request = newRequestID()
+	return request, m.policy.unlockLatch(&m.keys, request)
 }
 
 func (rc *releaseCall) procedure() string {

@@ -101,15 +101,7 @@ return 1`),
 		Name:     "fast-path-floor",
 		About:    "the fair fast path's commands, keys and values with no logic: EXISTS of 7 keys, TIME, SET GET, HSET of 6 fields, PEXPIREAT; then HMGET, DEL, SET NX; then DEL",
 		Commands: 9,
-		lock: rueidis.NewLuaScript(`
-redis.call('exists', KEYS[1], KEYS[8], KEYS[9], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
-local t = redis.call('time')
-local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
-redis.call('set', KEYS[7], text, 'px', '1000', 'get')
-local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
-redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
-redis.call('pexpireat', KEYS[1], d)
-return tonumber(text)`),
+		lock:     floorAcquire("KEYS[1], KEYS[8], KEYS[9], KEYS[2], KEYS[4], KEYS[5], KEYS[6]", "KEYS[7]"),
 		unlock: rueidis.NewLuaScript(`
 redis.call('hmget', KEYS[1], 'writer', 'wdeadline', 'horizon', 'busy')
 redis.call('del', KEYS[1])

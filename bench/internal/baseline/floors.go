@@ -21,16 +21,8 @@ var (
 		Name:     "lean-floor",
 		About:    "FastPathFloor's commands, its acquire naming 8 keys and 7 values (no key or value of the full script's)",
 		Commands: 9,
-		lock: rueidis.NewLuaScript(`
-redis.call('exists', KEYS[1], KEYS[7], KEYS[8], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-local t = redis.call('time')
-local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
-redis.call('set', KEYS[6], text, 'px', '1000', 'get')
-local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
-redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
-redis.call('pexpireat', KEYS[1], d)
-return tonumber(text)`),
-		unlock: fastUnlockFloor,
+		lock:     floorAcquire("KEYS[1], KEYS[7], KEYS[8], KEYS[2], KEYS[3], KEYS[4], KEYS[5]", "KEYS[6]"),
+		unlock:   fastUnlockFloor,
 		// S, R, Q, W, A, F, X, M; then the release's S, R, latch.
 		keys: func(key string) []string {
 			b, x, m, latch := floorNames(key)
@@ -50,16 +42,8 @@ return tonumber(text)`),
 		Name:     "guard-floor",
 		About:    "LeanFloor's commands, its acquire naming 5 keys (S, R, F, X, M) and 7 values, EXISTS of 4",
 		Commands: 9,
-		lock: rueidis.NewLuaScript(`
-redis.call('exists', KEYS[1], KEYS[4], KEYS[5], KEYS[2])
-local t = redis.call('time')
-local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
-redis.call('set', KEYS[3], text, 'px', '1000', 'get')
-local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
-redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
-redis.call('pexpireat', KEYS[1], d)
-return tonumber(text)`),
-		unlock: fastUnlockFloor,
+		lock:     floorAcquire("KEYS[1], KEYS[4], KEYS[5], KEYS[2]", "KEYS[3]"),
+		unlock:   fastUnlockFloor,
 		keys: func(key string) []string {
 			b, x, m, latch := floorNames(key)
 			return []string{b, b + ":readers", b + ":fence", x, m, b, b + ":readers", latch}
@@ -105,6 +89,37 @@ return 1`),
 		cleanup:    -1,
 		held:       1,
 	}
+	// Exists3Floor is FastPathFloor whose acquire probes only the state,
+	// the Redisson hash and the give-up marker (EXISTS of 3 keys where it
+	// has 7), naming the same 9 keys and 11 values: the layout where the
+	// state hash outlives every entry of the readers, the queue and the
+	// phase-fair keys, so that its absence implies theirs.
+	Exists3Floor = fastPathVariant("exists3-floor",
+		"FastPathFloor with EXISTS of 3 keys (S, X, M): the same keys and values named", 9,
+		floorAcquire("KEYS[1], KEYS[8], KEYS[9]", "KEYS[7]"))
+	// NoFenceFloor is FastPathFloor without the fence's SET GET: what the
+	// fencing token's key costs, by difference.
+	NoFenceFloor = fastPathVariant("no-fence-floor",
+		"FastPathFloor without the SET GET of the fence: EXISTS of 7, TIME, HSET, PEXPIREAT", 8,
+		floorAcquire("KEYS[1], KEYS[8], KEYS[9], KEYS[2], KEYS[4], KEYS[5], KEYS[6]", ""))
+	// Lean4Floor is Exists3Floor with an acquire script of its own naming
+	// only what its commands use: S, F, X, M (4 keys) and 7 values.
+	Lean4Floor = &Pair{
+		Name:     "lean4-floor",
+		About:    "Exists3Floor's commands, its acquire naming 4 keys (S, F, X, M) and 7 values",
+		Commands: 9,
+		lock:     floorAcquire("KEYS[1], KEYS[3], KEYS[4]", "KEYS[2]"),
+		unlock:   fastUnlockFloor,
+		keys: func(key string) []string {
+			b, x, m, latch := floorNames(key)
+			return []string{b, b + ":fence", x, m, b, b + ":readers", latch}
+		},
+		lockArgs:   leanArgs,
+		unlockArgs: fastUnlockArgs,
+		split:      4,
+		cleanup:    6,
+		held:       1,
+	}
 	// NoLatchFloor is FastPathFloor without the release's latch: no SET
 	// NX, and so no DEL of it afterwards. What a retried release needs, by
 	// difference.
@@ -128,7 +143,7 @@ return 1`),
 
 // Floors returns FastPathFloor and the floors of the other layouts.
 func Floors() []*Pair {
-	return []*Pair{FastPathFloor, LeanFloor, GuardFloor, OneKeyFloor, NoLatchFloor}
+	return []*Pair{FastPathFloor, Exists3Floor, NoFenceFloor, LeanFloor, Lean4Floor, GuardFloor, OneKeyFloor, NoLatchFloor}
 }
 
 // floorOwner is an owner (and a request id) as fairrw writes them.
@@ -147,6 +162,35 @@ redis.call('del', KEYS[1])
 redis.call('set', KEYS[3], '1', 'px', ARGV[3], 'nx')
 return 1`)
 )
+
+// floorAcquire is a floor's write acquire: EXISTS of probe (KEYS
+// positions), TIME, the fence's SET GET at fence ("": none), then the
+// state hash KEYS[1]'s HSET of 6 fields and PEXPIREAT, as the fair fast
+// path runs them (ARGV as leanArgs or FastPathFloor's: policy, mode,
+// owner, lease first).
+func floorAcquire(probe, fence string) *rueidis.Lua {
+	set := ""
+	if fence != "" {
+		set = "redis.call('set', " + fence + ", text, 'px', '1000', 'get')\n"
+	}
+	return rueidis.NewLuaScript(`
+redis.call('exists', ` + probe + `)
+local t = redis.call('time')
+local text = t[1] .. string.sub('00000', #t[2]) .. t[2]
+` + set + `local d = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4]))
+redis.call('hset', KEYS[1], 'policy', ARGV[1], 'writer', ARGV[3], 'wcount', '1', 'wdeadline', d, 'wtoken', text, 'horizon', d)
+redis.call('pexpireat', KEYS[1], d)
+return tonumber(text)`)
+}
+
+// fastPathVariant is FastPathFloor with another acquire (lock, running
+// commands commands per cycle with the release and the latch's DEL): the
+// same keys, values and release.
+func fastPathVariant(name, about string, commands int, lock *rueidis.Lua) *Pair {
+	p := *FastPathFloor
+	p.Name, p.About, p.Commands, p.lock = name, about, commands, lock
+	return &p
+}
 
 // floorNames returns the state hash, the Redisson hash, the give-up marker
 // and a release's latch of key, as fairrw names them.

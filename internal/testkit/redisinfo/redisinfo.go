@@ -75,6 +75,18 @@ func (s Stats) Scripts() int64 {
 	return n
 }
 
+// ScriptUsec is the time Redis spent inside script calls, in
+// microseconds (commandstats' usec of EVAL, EVALSHA and their read-only
+// and function forms, their inner commands included; reading, parsing
+// and replying not).
+func (s Stats) ScriptUsec() int64 {
+	var n int64
+	for _, c := range scriptCommands {
+		n += s[c].Usec
+	}
+	return n
+}
+
 // Commands is the number of commands Redis has run except those named in
 // skip (such as "info", the measurer's own). Commands that scripts run
 // (redis.call) count too: Redis counts them in commandstats.
