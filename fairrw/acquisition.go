@@ -58,6 +58,31 @@ type acquisition struct {
 	// last one was answered). A caller's ctx without a deadline waits for
 	// Redis the connect timeout at most (WithConnectTimeout).
 	down time.Time
+	// answerBound is how long a waiting acquisition's next attempt waits
+	// for its answer (zero: the retry window): it grows after an attempt
+	// that went unanswered in time, and falls back once one is answered
+	// (see slower).
+	answerBound time.Duration
+}
+
+// slower lengthens the wait of the acquisition's next attempt for its
+// answer, after one that got none within its bound: twice as long, at most
+// four retry windows, or the lease when that is longer than one. Only a
+// Lock or RLock waits so: it tries again as the same owner, and Redis
+// grants a retry of a first hold that a copy of an earlier attempt was
+// granted. On a connection whose answers come later than the retry window
+// (a loaded machine, a slow link) while its commands reach Redis on time,
+// each attempt would be granted there and given up here before its answer
+// came, and the name stay held, renewed by every retry, for a waiter that
+// never learns it holds it: no one else is granted until its ctx ends.
+// Copies of one attempt are still sent within the retry window only.
+func (a *acquisition) slower() {
+	if !a.wait {
+		return
+	}
+	w := a.m.c.retryWindow()
+	longest := max(w, min(a.cfg.lease, 4*w))
+	a.answerBound = min(max(2*a.answerBound, 2*w), longest)
 }
 
 // addTo adds the acquisition's figures to s, its acquire's.
@@ -323,6 +348,9 @@ func (a *acquisition) request(further int, wait bool) acquireRequest {
 // failure that proves nothing was sent (no connection could be made)
 // leaves the owner as it was.
 //
+// A waiting acquisition's attempt waits for its answer longer than the
+// retry window after one that went unanswered in time (see slower).
+//
 // A waiter's attempt (tracked) also arms client tracking on the lock key, in
 // the same round trip, so that the next change to it wakes the waiter.
 func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked bool) (attemptResult, error) {
@@ -334,7 +362,10 @@ func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked b
 	req.tracked = tracked && m.c.tracks() && m.keys.Tracked != ""
 	got := attemptResult{sent: time.Now(), reserve: max(a.reserve, 1)}
 	req.stamp = got.sent
-	tdeadline := got.sent.Add(m.c.retryWindow())
+	// Copies are sent for the retry window; an answer is waited for as long
+	// as the acquisition's answer bound, when that is longer (see slower).
+	resendUntil := got.sent.Add(m.c.retryWindow())
+	tdeadline := got.sent.Add(max(m.c.retryWindow(), a.answerBound))
 	_, bounded := ctx.Deadline()
 	var unreachable time.Time // when a ctx without a deadline stops waiting for Redis
 	if !bounded {
@@ -365,6 +396,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked b
 		reply, err := boundedHalting[acquireReply](m.c, tctx, cancel, ac)
 		if err == nil {
 			a.down = time.Time{}
+			a.answerBound = 0
 			o.queued = o.queued || (waits && m.policy.queued() && !reply.granted)
 			if reply.granted {
 				o.fast = reply.fast
@@ -398,10 +430,15 @@ func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked b
 		case !bounded && !a.down.IsZero() && !time.Now().Before(a.down.Add(m.c.settings().connectTimeout)):
 			return got, a.unreachable(failed, unanswered)
 		case tctx.Err() != nil:
-			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
+			a.slower()
+			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, tdeadline.Sub(got.sent), err)
 		}
 		if err := backoff.Wait(tctx, m.c.closingDone()); err != nil && tctx.Err() == nil {
 			return got, m.waitError(err)
+		}
+		if !time.Now().Before(resendUntil) && tctx.Err() == nil {
+			// No copy after the retry window (see lua/common.lua).
+			return got, fmt.Errorf("fairrw: acquire %q: %w within %v: %w", m.keys.name, errNoAnswer, m.c.retryWindow(), err)
 		}
 	}
 }

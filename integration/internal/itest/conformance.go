@@ -98,6 +98,8 @@ type confEnv struct {
 	closed   string // the name closed to workers for a stranded-hold probe
 
 	scope string // "" or a tenant's "<ns>:": what keys() lists
+
+	stuckFlag // the first call stuck past its ctx's end was logged (watchStuck)
 }
 
 func RunConformance(t *testing.T, tg ConfTarget, topSeed, seed uint64, dur time.Duration) {

@@ -162,8 +162,10 @@ func (e *confEnv) Acquire(cc *confCtx, name string, owner int64, parent *confHol
 	ctx := cc.ctx
 	w := e.o.acquireBegins(ctx, name, mode, op, wait && parent == nil, gen, lk.tiny())
 	start := time.Now()
+	unwatch := e.watchStuck(ctx, op)
 	l, wire, err := call(ctx)
 	ret := time.Now()
+	unwatch()
 	var h *confHold
 	if err == nil {
 		h = &confHold{Name: name, Owner: owner, wire: wire, mode: mode, token: l.Token(), lease: l, op: op, Client: client,

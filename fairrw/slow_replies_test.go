@@ -1,0 +1,212 @@
+package fairrw_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/testkit/redistest"
+)
+
+// slowReplyProxy forwards TCP connections to target, holding every byte
+// the server sends back for delay (requests go through at once): a
+// Client behind it sees each round trip take delay longer, while its
+// commands reach Redis on time.
+type slowReplyProxy struct {
+	ln     net.Listener
+	target string
+	delay  atomic.Int64 // nanoseconds
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startSlowReplyProxy(t *testing.T, target string) *slowReplyProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &slowReplyProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *slowReplyProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *slowReplyProxy) track(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+}
+
+func (p *slowReplyProxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *slowReplyProxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.track(client)
+		p.track(server)
+		p.wg.Add(3)
+		go func() { // requests: at once
+			defer p.wg.Done()
+			_, _ = io.Copy(server, client)
+			_ = server.Close()
+		}()
+		type chunk struct {
+			at time.Time
+			b  []byte
+		}
+		chunks := make(chan chunk, 1024)
+		go func() { // replies: read at once, written delay later
+			defer p.wg.Done()
+			defer close(chunks)
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := server.Read(buf)
+				if n > 0 {
+					chunks <- chunk{time.Now().Add(time.Duration(p.delay.Load())), append([]byte(nil), buf[:n]...)}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			defer p.wg.Done()
+			defer client.Close()
+			for c := range chunks {
+				time.Sleep(time.Until(c.at))
+				if _, err := client.Write(c.b); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// TestSlowRepliesWaiterDoesNotStarveOthers: a Client whose replies come
+// back later than its retry window (the unlock timeout), while its
+// commands reach Redis on time, waits on a Mutex that another Client's
+// Lock waits on too. Its attempts are granted in Redis, but it never
+// hears of it within an attempt's bound, and tries again as the same
+// owner, which Redis grants again (a retry of a first hold): unless the
+// library bounds that, the name stays held for a Lock that does not know
+// it holds it, and the other waiter starves while nobody holds a Lease.
+func TestSlowRepliesWaiterDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	r := redistest.StartProcess(t)
+	const (
+		unlockTimeout = 300 * time.Millisecond
+		lease         = 1500 * time.Millisecond
+		delay         = 360 * time.Millisecond // past the retry window, within the accept window
+	)
+	proxy := startSlowReplyProxy(t, r.Addr)
+	newClient := func(addr string) *fairrw.Client {
+		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true}),
+			fairrw.WithLeaseTime(lease), fairrw.WithUnlockTimeout(unlockTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	slow, fast := newClient(proxy.addr()), newClient(r.Addr)
+	const name = "slow-replies"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	type outcome struct {
+		who string
+		l   *fairrw.Lease
+		err error
+		at  time.Time
+	}
+	results := make(chan outcome, 2)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	lock := func(who string, c *fairrw.Client) {
+		l, err := c.Mutex(name).Lock(wctx)
+		results <- outcome{who, l, err, time.Now()}
+	}
+	// The slow Client's Lock finds the name free: Redis grants its first
+	// attempt, whose answer comes back after the attempt's bound.
+	// The slow Client connects, and waits once (a subscription), while its
+	// replies come at once.
+	warm, err := fast.Mutex("warm").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = warm.Unlock(ctx)
+	}()
+	if l, err := slow.Mutex("warm").Lock(ctx); err != nil {
+		t.Fatal(err)
+	} else if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.delay.Store(int64(delay))
+	go lock("slow", slow)
+	// Its attempt reached Redis and was granted there: the name is held
+	// for it, whether or not it hears of it.
+	admin := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
+	for {
+		n, err := admin.Do(ctx, admin.B().Exists().Key(name).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatal("the slow Client's Lock never reached Redis")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	go lock("fast", fast)
+	const bound = 2*lease + 4*delay
+	first := <-results
+	took := first.at.Sub(start)
+	if first.err != nil {
+		t.Errorf("%s: Lock returned %v after %v; neither waiter was granted, though no Lease held the name", first.who, first.err, took.Round(time.Millisecond))
+	} else if took > bound {
+		t.Errorf("%s: granted %v after the slow one was granted in Redis (bound %v)", first.who, took.Round(time.Millisecond), bound)
+	}
+	if first.l != nil {
+		_ = first.l.Unlock(ctx)
+	}
+	second := <-results
+	if second.l != nil {
+		_ = second.l.Unlock(ctx)
+	}
+	t.Logf("first %s after %v (%v); second %s after %v (%v)", first.who, took.Round(time.Millisecond), first.err, second.who, second.at.Sub(start).Round(time.Millisecond), second.err)
+}
