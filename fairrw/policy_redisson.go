@@ -91,7 +91,7 @@ func (redissonPolicy) renew(lease time.Duration, holds []renewKey) ([]string, []
 func redissonRenewCall(lease time.Duration, holds []renewKey) ([]string, []string) {
 	req := wire.RedissonRenew{Lease: lease, Holds: make([]wire.RedissonRenewHold, len(holds))}
 	for i, h := range holds {
-		req.Holds[i] = wire.RedissonRenewHold{Name: h.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), Mutex: h.mutex}
+		req.Holds[i] = wire.RedissonRenewHold{Name: h.keys.name, Owner: h.owner, Mode: wire.Mode(h.mode), RLock: h.mutex}
 	}
 	return req.Render()
 }

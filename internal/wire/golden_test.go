@@ -59,7 +59,7 @@ func TestRendered(t *testing.T) {
 		{"redisson_force_unlock/read", &RedissonForceUnlock{Name: name, Channel: "redisson_rwlock:{lk}", Mode: Read, Publish: "spublish"},
 			[]string{name, "redisson_rwlock:{lk}"}, []string{"read", "0", "spublish"}},
 		{"redisson_renew", &RedissonRenew{Lease: 30 * time.Second, Holds: []RedissonRenewHold{
-			{Name: name, Owner: owner, Mode: Write}, {Name: name, Owner: owner, Mode: Read}, {Name: "m", Owner: owner, Mutex: true}}},
+			{Name: name, Owner: owner, Mode: Write}, {Name: name, Owner: owner, Mode: Read}, {Name: "m", Owner: owner, RLock: true}}},
 			[]string{name, name, "m"},
 			[]string{"30005", "w", owner + ":write", "", "r", owner, "{lk}:c:7:rwlock_timeout", "m", owner, ""}},
 		{"redisson_lock_acquire", &MutexAcquire{acquire},

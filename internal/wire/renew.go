@@ -54,18 +54,18 @@ type RedissonRenew struct {
 }
 
 // RedissonRenewHold is one hold of a RedissonRenew: an owner's holds of one
-// mode of a read-write lock, or of an RLock (Mutex).
+// mode of a read-write lock, or of an RLock (RLock).
 type RedissonRenewHold struct {
 	Name  string
 	Owner string
 	Mode  Mode // of a read-write lock
-	Mutex bool // an RLock's holds (Mode is not sent)
+	RLock bool // an RLock's holds (Mode is not sent)
 }
 
 // kind renders what the script renews: "m" an RLock's holds, "w" a write,
 // "r" reads.
 func (h *RedissonRenewHold) kind() string {
-	if h.Mutex {
+	if h.RLock {
 		return "m"
 	}
 	return h.Mode.letter()
@@ -74,7 +74,7 @@ func (h *RedissonRenewHold) kind() string {
 // field renders the owner's hash field of the hold.
 func (h *RedissonRenewHold) field() string {
 	switch {
-	case h.Mutex:
+	case h.RLock:
 		return compat.MutexField(h.Owner)
 	case h.Mode == Read:
 		return compat.ReadField(h.Owner)
@@ -86,7 +86,7 @@ func (h *RedissonRenewHold) field() string {
 // leasePrefix renders the prefix of a read's lease keys, "" for any other
 // hold.
 func (h *RedissonRenewHold) leasePrefix() string {
-	if h.Mutex || h.Mode != Read {
+	if h.RLock || h.Mode != Read {
 		return ""
 	}
 	return compat.LeaseKeyPrefix(h.Name, h.Owner)
