@@ -66,8 +66,9 @@ type acquisition struct {
 }
 
 // slower lengthens the wait of the acquisition's next attempt for its
-// answer, after one that got none within its bound: twice as long, at most
-// four retry windows, or the lease when that is longer than one. Only a
+// answer, after one that got none within its bound: twice as long, up to
+// the lease asked for (an answer later than that is a grant outlasted,
+// given back anyway), and never below the retry window. Only a
 // Lock or RLock waits so: it tries again as the same owner, and Redis
 // grants a retry of a first hold that a copy of an earlier attempt was
 // granted. On a connection whose answers come later than the retry window
@@ -81,7 +82,7 @@ func (a *acquisition) slower() {
 		return
 	}
 	w := a.m.c.retryWindow()
-	longest := max(w, min(a.cfg.lease, 4*w))
+	longest := max(w, a.cfg.lease)
 	a.answerBound = min(max(2*a.answerBound, 2*w), longest)
 }
 
