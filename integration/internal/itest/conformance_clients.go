@@ -30,10 +30,16 @@ type confGen struct {
 	Client  *fairrw.Client   // RWMutex and Mutex targets
 	nodes   []*fairrw.Client // quorum target
 	Quorum  *fairrw.Quorum
-	synced  bool                         // its Client acquires under WithSyncReplicas
-	rw      map[string][]*fairrw.RWMutex // shared handles, by name
-	mx      map[string][]*fairrw.Mutex
-	qrw     map[string][]*fairrw.QuorumRWMutex
+	// probeQuorum is the stranded-hold probe's quorum over the same nodes,
+	// with a node timeout of a second: the probe asks whether a node holds
+	// the name, not how fast it answers (with two suites side by side, a
+	// probe of the workload's quorum, 250 ms, was granted on 0 of 3 nodes
+	// that held nothing).
+	probeQuorum *fairrw.Quorum
+	synced      bool                         // its Client acquires under WithSyncReplicas
+	rw          map[string][]*fairrw.RWMutex // shared handles, by name
+	mx          map[string][]*fairrw.Mutex
+	qrw         map[string][]*fairrw.QuorumRWMutex
 
 	// Guarded by the oracle's mu.
 	holds     []*confHold // every lease it granted
@@ -112,6 +118,14 @@ func (e *confEnv) newGen(i, n int) (*confGen, error) {
 		e.closers = append(e.closers, q.Close)
 		e.slotMu.Unlock()
 		g.Quorum = q
+		pq, err := fairrw.NewQuorum(g.nodes, fairrw.WithNodeTimeout(time.Second))
+		if err != nil {
+			return nil, err
+		}
+		e.slotMu.Lock()
+		e.closers = append(e.closers, pq.Close)
+		e.slotMu.Unlock()
+		g.probeQuorum = pq
 	} else {
 		g.Client = g.nodes[0]
 	}
