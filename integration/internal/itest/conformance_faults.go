@@ -380,27 +380,37 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 			f.finishLocked(x)
 			f.Mu.Unlock()
 		}()
-	case "script-flush":
+	case "script-flush", "client-kill":
 		if f.paused > 0 {
 			return
 		}
 		i := rng.IntN(len(f.Servers))
-		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), "SCRIPT FLUSH")
-		c, cancel := context.WithTimeout(ctx, time.Second)
-		err := faults.ScriptFlush(c, f.Servers[i].Addr)
-		cancel()
-		if err != nil {
-			x.detail += " failed: " + err.Error()
+		detail := "SCRIPT FLUSH"
+		if kind == "client-kill" {
+			detail = ""
 		}
-		f.finishLocked(x)
-	case "client-kill":
-		if f.paused > 0 {
-			return
+		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), detail)
+		// Their Redis calls run without f.Mu, which the oracle takes under
+		// its own lock to ask whether a fault is in progress: held across
+		// a call to a Redis that a loaded machine answers a second late,
+		// it kept every worker from recording its calls for that long
+		// (a Lock recorded as called 3.6 s after its ctx was made, and
+		// reported as returned 4.5 s past its deadline).
+		f.Mu.Unlock()
+		defer f.Mu.Lock() // for the deferred Unlock above
+		if kind == "client-kill" {
+			detail = f.killClients(ctx, rng, i)
+		} else {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			if err := faults.ScriptFlush(c, f.Servers[i].Addr); err != nil {
+				detail += " failed: " + err.Error()
+			}
+			cancel()
 		}
-		i := rng.IntN(len(f.Servers))
-		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), "")
-		x.detail = f.killClients(ctx, rng, i)
+		f.Mu.Lock()
+		x.detail = detail
 		f.finishLocked(x)
+		f.Mu.Unlock()
 	}
 }
 
