@@ -69,14 +69,31 @@ func TestConfigErrorsFailAtOnce(t *testing.T) {
 // refusingProxy answers every command with reply (a RESP error line) while
 // refusing, and forwards connections made after that to target.
 type refusingProxy struct {
-	ln     net.Listener
-	target string
-	reply  string
+	proxyConns // mu also guards refusing
+	target     string
+	reply      string
+	refusing   bool
+}
 
-	mu       sync.Mutex
-	refusing bool
-	conns    []net.Conn
-	wg       sync.WaitGroup
+// proxyConns is a test proxy's listener and the connections it made,
+// closed together.
+type proxyConns struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// close stops accepting, closes every connection made and waits for the
+// proxy's goroutines.
+func (p *proxyConns) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 func startRefusingProxy(t *testing.T, target, reply string) *refusingProxy {
@@ -85,7 +102,7 @@ func startRefusingProxy(t *testing.T, target, reply string) *refusingProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &refusingProxy{ln: ln, target: target, reply: reply, refusing: true}
+	p := &refusingProxy{proxyConns: proxyConns{ln: ln}, target: target, reply: reply, refusing: true}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -104,16 +121,6 @@ func (p *refusingProxy) serve() {
 		_ = c.Close()
 	}
 	p.conns = nil
-}
-
-func (p *refusingProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }
 
 func (p *refusingProxy) accept() {

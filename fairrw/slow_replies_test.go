@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,12 +19,9 @@ import (
 // Client behind it sees each round trip take delay longer, while its
 // commands reach Redis on time.
 type slowReplyProxy struct {
-	ln     net.Listener
+	proxyConns
 	target string
 	delay  atomic.Int64 // nanoseconds
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
 }
 
 func startSlowReplyProxy(t *testing.T, target string) *slowReplyProxy {
@@ -34,7 +30,7 @@ func startSlowReplyProxy(t *testing.T, target string) *slowReplyProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &slowReplyProxy{ln: ln, target: target}
+	p := &slowReplyProxy{proxyConns: proxyConns{ln: ln}, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -47,16 +43,6 @@ func (p *slowReplyProxy) track(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()
-}
-
-func (p *slowReplyProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }
 
 func (p *slowReplyProxy) accept() {

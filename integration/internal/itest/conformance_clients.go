@@ -110,22 +110,20 @@ func (e *confEnv) newGen(i, n int) (*confGen, error) {
 		g.nodes = append(g.nodes, c)
 	}
 	if e.tg.Kind == ConfQuorumKind {
-		q, err := fairrw.NewQuorum(g.nodes, fairrw.WithNodeTimeout(250*time.Millisecond))
-		if err != nil {
-			return nil, err
+		// The workload's quorum, and the probe's over the same nodes.
+		for _, q := range []struct {
+			to      **fairrw.Quorum
+			timeout time.Duration
+		}{{&g.Quorum, 250 * time.Millisecond}, {&g.probeQuorum, time.Second}} {
+			made, err := fairrw.NewQuorum(g.nodes, fairrw.WithNodeTimeout(q.timeout))
+			if err != nil {
+				return nil, err
+			}
+			e.slotMu.Lock()
+			e.closers = append(e.closers, made.Close)
+			e.slotMu.Unlock()
+			*q.to = made
 		}
-		e.slotMu.Lock()
-		e.closers = append(e.closers, q.Close)
-		e.slotMu.Unlock()
-		g.Quorum = q
-		pq, err := fairrw.NewQuorum(g.nodes, fairrw.WithNodeTimeout(time.Second))
-		if err != nil {
-			return nil, err
-		}
-		e.slotMu.Lock()
-		e.closers = append(e.closers, pq.Close)
-		e.slotMu.Unlock()
-		g.probeQuorum = pq
 	} else {
 		g.Client = g.nodes[0]
 	}
