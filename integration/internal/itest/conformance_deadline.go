@@ -152,6 +152,13 @@ func (o *confOracle) callReturned(kind string, cc *confCtx, start, ret time.Time
 		end, why = cc.implied, "unlock timeout"
 		kind += "(no deadline)"
 	}
+	// A call made after its ctx ended (a worker the machine, or the
+	// test's own locks, held up between making its ctx and calling: a
+	// TryLock called 1.9 s after its deadline, with two suites side by
+	// side) owes a prompt return, counted from its call.
+	if !end.IsZero() && start.After(end) {
+		end, why = start, why+", which ended before the call began,"
+	}
 	s := o.overruns[kind]
 	if s == nil {
 		s = &confOverrun{errs: map[string]int{}}

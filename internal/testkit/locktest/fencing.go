@@ -27,6 +27,7 @@ func FencingTokens(t *testing.T, env Env) {
 		}
 		m := c.RWMutex(n)
 		w := lock(t, m, fairrw.Write)
+		wrote := time.Now()
 		if w.Token() <= last {
 			t.Fatalf("write grant %d: token %d, not above %d", i, w.Token(), last)
 		}
@@ -47,8 +48,11 @@ func FencingTokens(t *testing.T, env Env) {
 			unlock(t, l)
 		}
 		r := lock(t, m, fairrw.Read)
-		if r.Token() != last {
-			t.Fatalf("read: token %d, want the current %d", r.Token(), last)
+		// A read gets the last token still known, or 0 (docs/usage.md):
+		// Redis keeps the last token a second past its write (lua/common.lua),
+		// which the holds above can outlast on a loaded machine.
+		if r.Token() != last && (r.Token() != 0 || time.Since(wrote) < fenceKept) {
+			t.Fatalf("read: token %d, want the current %d (%v after the write)", r.Token(), last, time.Since(wrote))
 		}
 		unlock(t, r)
 	}
@@ -117,3 +121,8 @@ func PolicyMismatch(t *testing.T, env Env) {
 		}
 	}
 }
+
+// fenceKept is how long Redis keeps a name's last fencing token past the
+// write that set it, at least (lua/common.lua: a second past the top of
+// its range).
+const fenceKept = time.Second
