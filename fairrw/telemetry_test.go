@@ -794,7 +794,10 @@ func TestTelemetryLockCancelled(t *testing.T) {
 		e.holdElsewhere(t, p, name)
 
 		ctx, request := e.appSpan("request")
-		const timeout = 500 * time.Millisecond
+		// Long enough for the second attempt, made once subscribed: with
+		// two suites side by side the subscription of a 500 ms Lock was
+		// not made before its ctx ended (one attempt).
+		const timeout = 2 * time.Second
 		got := make(chan error, 1)
 		// deadline is the ctx's: the Lock's wait runs at least from its
 		// span's start to it.

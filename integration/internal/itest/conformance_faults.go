@@ -280,6 +280,10 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 		}
 		r -= c.weight
 	}
+	if kind == "script-flush" || kind == "client-kill" {
+		f.redisFault(ctx, rng, kind)
+		return
+	}
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	switch kind {
@@ -380,38 +384,39 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 			f.finishLocked(x)
 			f.Mu.Unlock()
 		}()
-	case "script-flush", "client-kill":
-		if f.paused > 0 {
-			return
-		}
-		i := rng.IntN(len(f.Servers))
-		detail := "SCRIPT FLUSH"
-		if kind == "client-kill" {
-			detail = ""
-		}
-		x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), detail)
-		// Their Redis calls run without f.Mu, which the oracle takes under
-		// its own lock to ask whether a fault is in progress: held across
-		// a call to a Redis that a loaded machine answers a second late,
-		// it kept every worker from recording its calls for that long
-		// (a Lock recorded as called 3.6 s after its ctx was made, and
-		// reported as returned 4.5 s past its deadline).
-		f.Mu.Unlock()
-		defer f.Mu.Lock() // for the deferred Unlock above
-		if kind == "client-kill" {
-			detail = f.killClients(ctx, rng, i)
-		} else {
-			c, cancel := context.WithTimeout(ctx, time.Second)
-			if err := faults.ScriptFlush(c, f.Servers[i].Addr); err != nil {
-				detail += " failed: " + err.Error()
-			}
-			cancel()
-		}
-		f.Mu.Lock()
-		x.detail = detail
-		f.finishLocked(x)
-		f.Mu.Unlock()
 	}
+}
+
+// redisFault injects a fault made by Redis calls (SCRIPT FLUSH, CLIENT
+// KILL) on a random server. The calls run without f.Mu, which the oracle
+// takes under its own lock to ask whether a fault is in progress: held
+// across a call that a loaded machine's Redis answers a second late, it
+// kept every worker from recording its calls for that long (a Lock
+// recorded as called 3.6 s after its ctx was made).
+func (f *confFaults) redisFault(ctx context.Context, rng *rand.Rand, kind string) {
+	f.Mu.Lock()
+	if f.paused > 0 {
+		f.Mu.Unlock()
+		return
+	}
+	i := rng.IntN(len(f.Servers))
+	x := f.beginLocked(kind, fmt.Sprintf("redis%d", i), "")
+	f.Mu.Unlock()
+	var detail string
+	if kind == "client-kill" {
+		detail = f.killClients(ctx, rng, i)
+	} else {
+		detail = "SCRIPT FLUSH"
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		if err := faults.ScriptFlush(c, f.Servers[i].Addr); err != nil {
+			detail += " failed: " + err.Error()
+		}
+		cancel()
+	}
+	f.Mu.Lock()
+	x.detail = detail
+	f.finishLocked(x)
+	f.Mu.Unlock()
 }
 
 // killClients kills a random half (at least one) of the Clients'
