@@ -44,6 +44,7 @@ const (
 // keep the lock.
 func ShorterHoldNeverShortens(t *testing.T, env Env) {
 	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
+	w := watchStalls(t, env.Raw)
 	for _, tc := range []shorterCase{
 		{"write/long", fairrw.Write, fairrw.Write, furtherLong, false},
 		{"write/short", fairrw.Write, fairrw.Write, furtherShort, false},
@@ -60,9 +61,31 @@ func ShorterHoldNeverShortens(t *testing.T, env Env) {
 		// The cases mostly wait for leases: side by side, each on its own lock.
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.run(t, env, c)
+			n := name(t) + ":" + tc.name
+			w.retried(t, furtherWatchdog/3,
+				func(tb testing.TB, try int) { tc.run(tb, env, c, tryName(n, try)) },
+				func(try int) { forgetRW(t, env, c, tryName(n, try)) })
 		})
 	}
+}
+
+// tryName is the lock name of a case's try: the first try's is the case's.
+func tryName(n string, try int) string {
+	if try == 1 {
+		return n
+	}
+	return fmt.Sprintf("%s:try%d", n, try)
+}
+
+// forgetRW frees n, whose try failed with holds left, and waits until
+// Redis keeps nothing of it.
+func forgetRW(t testing.TB, env Env, c *fairrw.Client, n string) {
+	for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+		if err := c.RWMutex(n).ForceUnlock(ctx(t), mode); err != nil && !errors.Is(err, fairrw.ErrNotHeld) {
+			t.Fatalf("ForceUnlock of %s after a failed try: %v", n, err)
+		}
+	}
+	EventuallyNoKeys(t, env, n)
 }
 
 // shorterCase is a case of ShorterHoldNeverShortens.
@@ -73,8 +96,7 @@ type shorterCase struct {
 	releaseFirst  bool
 }
 
-func (tc shorterCase) run(t *testing.T, env Env, c *fairrw.Client) {
-	n := name(t) + ":" + tc.name
+func (tc shorterCase) run(t testing.TB, env Env, c *fairrw.Client, n string) {
 	first := lock(t, c.RWMutex(n), tc.first, fairrw.WithLease(furtherLong))
 	var opts []fairrw.AcquireOption
 	if tc.lease > 0 {
@@ -135,6 +157,7 @@ var orders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2,
 // unlocked, another owner's TryLock is granted at once.
 func FurtherHoldsEach(t *testing.T, env Env) {
 	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
+	w := watchStalls(t, env.Raw)
 	for _, kind := range []struct {
 		name  string
 		modes [3]fairrw.Mode
@@ -147,12 +170,15 @@ func FurtherHoldsEach(t *testing.T, env Env) {
 			// The cases wait on leases: side by side, each on its own lock.
 			t.Run(fmt.Sprintf("%s/%d%d%d", kind.name, order[0], order[1], order[2]), func(t *testing.T) {
 				t.Parallel()
-				n := fmt.Sprintf("%s:%s:%d%d%d", name(t), kind.name, order[0], order[1], order[2])
-				first := lock(t, c.RWMutex(n), kind.modes[0], fairrw.WithLease(furtherLong))
-				releaseEach(t, first, kind.modes[1], kind.modes[2], order,
-					func(write bool) { keptOut(t, c, n, write) },
-					func() *fairrw.Lease { return granted(t, c.RWMutex(n), fairrw.Write) })
-				EventuallyNoKeys(t, env, n)
+				base := fmt.Sprintf("%s:%s:%d%d%d", name(t), kind.name, order[0], order[1], order[2])
+				w.retried(t, furtherWatchdog/3, func(t testing.TB, try int) {
+					n := tryName(base, try)
+					first := lock(t, c.RWMutex(n), kind.modes[0], fairrw.WithLease(furtherLong))
+					releaseEach(t, first, kind.modes[1], kind.modes[2], order,
+						func(write bool) { keptOut(t, c, n, write) },
+						func() *fairrw.Lease { return granted(t, c.RWMutex(n), fairrw.Write) })
+					EventuallyNoKeys(t, env, n)
+				}, func(try int) { forgetRW(t, env, c, tryName(base, try)) })
 			})
 		}
 	}
@@ -164,7 +190,7 @@ func FurtherHoldsEach(t *testing.T, env Env) {
 // still live keep others out (keepOut, told whether a write is among them)
 // and, once none is, that another owner is granted at once (grant, whose
 // lease it unlocks).
-func releaseEach(t *testing.T, first *fairrw.Lease, m1, m2 fairrw.Mode, order [3]int, keepOut func(write bool), grant func() *fairrw.Lease) {
+func releaseEach(t testing.TB, first *fairrw.Lease, m1, m2 fairrw.Mode, order [3]int, keepOut func(write bool), grant func() *fairrw.Lease) {
 	t.Helper()
 	holds := []*fairrw.Lease{first, holdInTime(t, first, m1, fairrw.WithLease(furtherShort)), hold(t, first, m2)}
 	keepOut(anyWrite(holds))

@@ -1,0 +1,173 @@
+package locktest
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// A stallWatch is the control of a scenario whose holds must outlive
+// their watchdog's renewals: beside it, a bare PING to the scenario's
+// Redis every 20 ms and a bare 1 ms sleep, and every span in which either
+// went unanswered or unscheduled for longer than stallMin. A renewal round
+// is a call to that Redis from a goroutine of the test's process; when
+// neither control could run for a renew interval, the rounds could not
+// either, and a watchdog lease lost then says nothing of the library (two
+// CPU burners beside six test packages kept a container's Redis from
+// confirming 2 s leases, in the middle of FurtherHoldsEach).
+type stallWatch struct {
+	mu     sync.Mutex
+	stalls []stallSpan
+}
+
+// stallSpan is a span in which a control went unanswered or unscheduled.
+type stallSpan struct{ from, to time.Time }
+
+// stallMin is the shortest span a stallWatch keeps: far below a renew
+// interval, well above a machine's ordinary scheduling delay.
+const stallMin = 50 * time.Millisecond
+
+// watchStalls starts a stallWatch on raw, stopped at the end of t.
+func watchStalls(t testing.TB, raw rueidis.Client) *stallWatch {
+	w := &stallWatch{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			sent := time.Now()
+			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = raw.Do(pctx, raw.B().Ping().Build()).Error()
+			pcancel()
+			w.note(sent, time.Now())
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			due := time.Now().Add(time.Millisecond)
+			time.Sleep(time.Millisecond)
+			w.note(due, time.Now())
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return w
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// note keeps [from, to] when it is a stall.
+func (w *stallWatch) note(from, to time.Time) {
+	if to.Sub(from) < stallMin {
+		return
+	}
+	w.mu.Lock()
+	w.stalls = append(w.stalls, stallSpan{from, to})
+	w.mu.Unlock()
+}
+
+// worst returns the longest stall that overlapped [from, to].
+func (w *stallWatch) worst(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var worst time.Duration
+	for _, s := range w.stalls {
+		if s.to.Before(from) || s.from.After(to) {
+			continue
+		}
+		worst = max(worst, s.to.Sub(s.from))
+	}
+	return worst
+}
+
+// stallTries is how many times a case runs at most when each try failed
+// during a stall of the machine or of Redis.
+const stallTries = 3
+
+// retried runs body, a case whose holds must outlive renewal rounds of
+// interval, and runs it again (up to stallTries in all) when it failed
+// while the control saw the machine or Redis stall for interval or more: a
+// lease the watchdog could not renew then was lost by the machine, not by
+// the library. A failure with no such stall fails t at once, and so does
+// the last try's, with what the control saw. cleanup undoes a failed try
+// (its holds are left in Redis for their leases otherwise). Each try gets
+// its number, for a name of its own.
+func (w *stallWatch) retried(t testing.TB, interval time.Duration, body func(tb testing.TB, try int), cleanup func(try int)) {
+	t.Helper()
+	for try := 1; ; try++ {
+		start := time.Now()
+		failure := runSoft(t, func(tb testing.TB) { body(tb, try) })
+		if failure == "" {
+			return
+		}
+		stall := w.worst(start, time.Now())
+		if stall < interval || try == stallTries {
+			t.Fatalf("try %d of %d: %s (the control's worst stall meanwhile: %v; a stall of %v or more is the machine's)",
+				try, stallTries, failure, stall.Round(time.Millisecond), interval)
+		}
+		t.Logf("try %d failed while the machine or Redis stalled %v (a renew interval is %v): %s; trying again",
+			try, stall.Round(time.Millisecond), interval, failure)
+		cleanup(try)
+	}
+}
+
+// softTB is a testing.TB whose failures are recorded, not reported: Fatal
+// and FailNow end the goroutine of the body runSoft runs.
+type softTB struct {
+	testing.TB
+	mu       sync.Mutex
+	failures []string
+}
+
+func (s *softTB) record(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, msg)
+}
+
+func (s *softTB) Error(args ...any)                 { s.record(fmt.Sprint(args...)) }
+func (s *softTB) Errorf(format string, args ...any) { s.record(fmt.Sprintf(format, args...)) }
+func (s *softTB) Fail()                             { s.record("failed") }
+func (s *softTB) FailNow()                          { s.record("failed"); runtime.Goexit() }
+func (s *softTB) Fatal(args ...any)                 { s.Error(args...); runtime.Goexit() }
+func (s *softTB) Fatalf(format string, args ...any) { s.Errorf(format, args...); runtime.Goexit() }
+func (s *softTB) Helper()                           {}
+
+func (s *softTB) Failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.failures) > 0
+}
+
+// runSoft runs body on a goroutine of its own with a softTB over t, and
+// returns its failures, joined ("" when it passed).
+func runSoft(t testing.TB, body func(tb testing.TB)) string {
+	s := &softTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body(s)
+	}()
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.failures, "; ")
+}
