@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -116,7 +117,7 @@ func refused(t *testing.T, what, name string, err error, passwords ...string) {
 func TestACLIsolation(t *testing.T) {
 	for _, tg := range aclTargets {
 		t.Run(tg.role, func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			r := redistest.StartProcess(t)
 			admin := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 			pwA, pwB, pwI, pwO, pwN := itest.AclPassword(), itest.AclPassword(), itest.AclPassword(), itest.AclPassword(), itest.AclPassword()
@@ -254,7 +255,7 @@ func TestACLIsolation(t *testing.T) {
 // Lock); Ping of a user not allowed PING is ErrPermission, not
 // ErrUnavailable.
 func TestACLAuth(t *testing.T) {
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	r := redistest.StartProcess(t)
 	admin := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 	pw, wrong := itest.AclPassword(), itest.AclPassword()
@@ -334,7 +335,7 @@ func TestACLConformance(t *testing.T) {
 // once with ErrPermission, not ErrUnavailable after the ctx's deadline, and
 // nothing is written. With the password the same Client options work.
 func TestACLNoAuth(t *testing.T) {
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	r := redistest.StartProcess(t)
 	admin := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
 	pw := itest.AclPassword()

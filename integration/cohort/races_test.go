@@ -13,6 +13,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
@@ -412,7 +413,7 @@ func TestCohortCloseWithQueued(t *testing.T) {
 	for _, graceful := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shutdown=%v", graceful), func(t *testing.T) {
 			r := redistest.Start(t)
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			const lease = 2 * time.Second
 			c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(lease))
 			other := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(lease))
@@ -493,7 +494,7 @@ func TestCohortCancelStormNoCohorts(t *testing.T) {
 
 func advStorm(t *testing.T, p fairrw.Policy, cohorts bool) {
 	r := redistest.Start(t)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	name := "cadv:storm:" + p.String()
 	clients := []*fairrw.Client{
 		// Give-up markers of cancelled Locks live 3 unlock timeouts.
@@ -562,7 +563,7 @@ func TestCohortPausedRedis(t *testing.T) {
 	for _, p := range itest.CohortPolicies {
 		t.Run(p.String(), func(t *testing.T) {
 			r := redistest.StartProcess(t)
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			const lease = 300 * time.Millisecond
 			c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease), fairrw.WithUnlockTimeout(200*time.Millisecond))
 			name := "cadv:pause:" + p.String()

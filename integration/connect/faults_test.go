@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
-	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -21,7 +21,7 @@ func TestShutdownWhileBackgroundDialStuck(t *testing.T) {
 	for _, how := range []string{"shutdown", "close"} {
 		t.Run(how, func(t *testing.T) {
 			r := redistest.StartProcess(t)
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			r.Pause(t)
 			defer r.Resume(t)
 			opt := r.ClientOption()
@@ -77,7 +77,7 @@ func TestWrongPasswordWhileDown(t *testing.T) {
 	defer c.Close()
 	r.Restart(t)
 	time.Sleep(300 * time.Millisecond)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()

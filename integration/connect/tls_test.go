@@ -23,6 +23,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
@@ -133,7 +134,7 @@ func TestTLS(t *testing.T) {
 	}
 	for _, p := range itest.Policies {
 		t.Run(p.String(), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			ctx := itest.TestCtx(t)
 			// A second, not a tiny lease: a loaded machine running a renewal
 			// late must not lose the hold this test needs alive.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -20,7 +21,7 @@ func TestConcurrentUnlocksFrozen(t *testing.T) {
 	r := redistest.StartProcess(t)
 	for _, p := range []fairrw.Policy{fairrw.WriterPreferring(), fairrw.PhaseFair(), fairrw.Redisson()} {
 		t.Run(p.String(), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(2*time.Second))
 			name := "concurrent-unlocks-cu-" + p.String()
 			w := itest.MustLock(t, c.RWMutex(name), fairrw.Write)

@@ -15,6 +15,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/compat"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
@@ -271,7 +272,7 @@ type dlReturn struct {
 // run runs one case: s's call under fault f, then the checks once Redis
 // is back.
 func (e *dlEnv) run(t *testing.T, s dlSpec, f dlFault) {
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	label := fmt.Sprintf("policy=%s call=%s case=%s", e.tg.name, s.call, f)
 	name := "deadline:" + e.tg.name + ":" + s.call + ":" + string(f)
 	call := s.setup(t, e, name, f)

@@ -13,6 +13,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -62,7 +63,7 @@ func checkEnded(t *testing.T, what string, l *fairrw.Lease, wantLost bool) {
 // goroutine behind.
 func TestClientCostFrozenCallsAndUnlocks(t *testing.T) {
 	r := redistest.StartProcess(t)
-	ctl := itest.StartLateness(t) // before IgnoreCurrent: it runs to the test's end
+	ctl := lateness.Start(t) // before IgnoreCurrent: it runs to the test's end
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
 	const unlockTimeout = 400 * time.Millisecond
@@ -285,7 +286,7 @@ func TestClientCostCloseCutsFrozenShutdown(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
 	for _, p := range []fairrw.Policy{fairrw.WriterPreferring(), fairrw.Redisson()} {
 		t.Run(p.String(), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(20*time.Second))
 			held, err := c.RWMutex("cc-cut-held-" + p.String()).Lock(itest.CtxFor(t, 5*time.Second))
 			if err != nil {

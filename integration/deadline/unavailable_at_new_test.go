@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -21,7 +22,7 @@ func TestNewWhileRedisDown(t *testing.T) {
 	r.Stop(t)
 	for _, tr := range itest.Transports {
 		t.Run(tr.Name, func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			c := itest.NewClient(t, r, tr)
 			short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()

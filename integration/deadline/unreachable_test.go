@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -15,7 +16,7 @@ import (
 // deadline, without any answer from Redis.
 func TestLeaseLostWhileRedisUnreachable(t *testing.T) {
 	r := redistest.StartProcess(t)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	const lease = 600 * time.Millisecond
 	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(lease))
 	w := itest.MustLock(t, c.RWMutex("unreachable:w"), fairrw.Write)

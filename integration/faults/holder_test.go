@@ -10,6 +10,7 @@ import (
 	"github.com/fairrw/rwlock/integration/internal/history"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/testkit/holder"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -22,7 +23,7 @@ func TestFaultHolderKilled(t *testing.T) {
 	for _, p := range itest.Policies {
 		for _, tr := range itest.Transports {
 			t.Run(p.String()+"/"+tr.Name, func(t *testing.T) {
-				ctl := itest.StartLateness(t)
+				ctl := lateness.Start(t)
 				name := "fault:killed:" + p.String() + ":" + tr.Name
 				child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: itest.HolderLease})
 				waiter := itest.NewClient(t, r, tr, fairrw.WithPolicy(p)).RWMutex(name)
@@ -58,7 +59,7 @@ func TestFaultHolderPaused(t *testing.T) {
 	r := redistest.StartProcess(t)
 	for _, p := range itest.Policies {
 		t.Run(p.String(), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			name := "fault:paused:" + p.String()
 			child := holder.Start(t, holder.Spec{Addr: r.Addr, Policy: p.String(), Name: name, Write: true, Lease: itest.HolderLease})
 			var store history.Store

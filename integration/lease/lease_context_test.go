@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/locktest"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
@@ -42,7 +43,7 @@ func TestLeaseContextWhileRedisPaused(t *testing.T) {
 
 func pausedCheck(t *testing.T, r *redistest.Redis, l *fairrw.Lease, lease time.Duration) {
 	t.Helper()
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	lctx := l.Context()
 	r.Pause(t)
 	defer r.Resume(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -28,7 +29,7 @@ func TestGrantHonoursWithLease(t *testing.T) {
 	itest.ForFairPolicies(t, r, "promise-lease", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
 		for _, local := range []bool{false, true} {
 			t.Run("local="+strconv.FormatBool(local), func(t *testing.T) {
-				ctl := itest.StartLateness(t)
+				ctl := lateness.Start(t)
 				const lease = 1500 * time.Millisecond
 				holderC := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
 				waiterC := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))

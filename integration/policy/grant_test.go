@@ -18,6 +18,7 @@ import (
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/lua"
 	"github.com/fairrw/rwlock/internal/testkit/holder"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
@@ -292,7 +293,7 @@ func TestGrantManyWaitersCancelled(t *testing.T) {
 // lease ends, no longer (and not for a queue lease of the lock's Client).
 func TestGrantedWaiterKilled(t *testing.T) {
 	itest.ForFairPolicies(t, redistest.StartProcess(t), "grant:killed", func(t *testing.T, r *redistest.Redis, raw rueidis.Client, p fairrw.Policy, name string) {
-		ctl := itest.StartLateness(t)
+		ctl := lateness.Start(t)
 		c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
 		h := itest.MustLock(t, c.RWMutex(name), fairrw.Write)
 		released := make(chan error, 1)

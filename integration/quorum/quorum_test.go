@@ -10,6 +10,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 )
 
 // quorumSizes are the node counts every quorum test runs on: 3 nodes
@@ -47,7 +48,7 @@ func TestQuorumGrantWithMinorityDown(t *testing.T) {
 	for _, n := range quorumSizes {
 		for down := 1; down <= (n-1)/2; down++ {
 			t.Run(fmt.Sprintf("nodes=%d/down=%d", n, down), func(t *testing.T) {
-				ctl := itest.StartLateness(t)
+				ctl := lateness.Start(t)
 				qn := itest.StartQuorumNodes(t, n)
 				q := qn.Quorum(t, itest.Transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(nodeTimeout)},
 					fairrw.WithPolicy(fairrw.WriterPreferring()), fairrw.WithLeaseTime(5*time.Second))
@@ -92,7 +93,7 @@ func TestQuorumGrantWithMinorityDown(t *testing.T) {
 func TestQuorumNoGrantWithMajorityDown(t *testing.T) {
 	for _, n := range quorumSizes {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			qn := itest.StartQuorumNodes(t, n)
 			q := qn.Quorum(t, itest.Transports[0], []fairrw.QuorumOption{fairrw.WithNodeTimeout(100 * time.Millisecond)},
 				fairrw.WithPolicy(fairrw.Redisson()), fairrw.WithLeaseTime(5*time.Second))

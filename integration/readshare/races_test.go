@@ -14,6 +14,7 @@ import (
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -431,7 +432,7 @@ func TestReadSharePausedRedis(t *testing.T) {
 	for _, p := range itest.CohortPolicies {
 		t.Run(p.String(), func(t *testing.T) {
 			r := redistest.StartProcess(t)
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			const lease = 600 * time.Millisecond
 			c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithLeaseTime(lease), fairrw.WithUnlockTimeout(200*time.Millisecond))
 			name := "rsa:pause:" + p.String()
@@ -567,7 +568,7 @@ func TestReadShareShutdownFrozenAfterCut(t *testing.T) {
 
 func rsaShutdownFrozenAfterCut(t *testing.T, shared bool) {
 	r := redistest.StartProcess(t)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	const lease = 600 * time.Millisecond
 	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(lease), fairrw.WithUnlockTimeout(200*time.Millisecond), fairrw.WithCohorts(shared))
 	name := "rsa:shutdown-frozen"
@@ -623,7 +624,7 @@ func TestReadShareStorm(t *testing.T) {
 	for _, p := range itest.CohortPolicies {
 		t.Run(p.String(), func(t *testing.T) {
 			r := redistest.Start(t)
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			name := "rsa:storm:" + p.String()
 			clients := []*fairrw.Client{
 				itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithUnlockTimeout(time.Second)),

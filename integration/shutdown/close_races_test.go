@@ -13,6 +13,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -89,7 +90,7 @@ func wLost(w *fairrw.Lease) bool {
 // (also one a call under way returns late), and Close afterwards returns.
 func TestShutdownFrozenCallsUnderWay(t *testing.T) {
 	r := redistest.StartProcess(t)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	ctx := itest.TestCtx(t)
 	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithLeaseTime(3*time.Second), fairrw.WithUnlockTimeout(3*time.Second))
 	m := c.RWMutex("cadv:frozen")
@@ -164,7 +165,7 @@ func TestShutdownFrozenCallsUnderWay(t *testing.T) {
 // the Client is left (after Redis is resumed).
 func TestCloseAfterEarlyShutdownNoLeak(t *testing.T) {
 	r := redistest.StartProcess(t)
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	ctx := itest.TestCtx(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))

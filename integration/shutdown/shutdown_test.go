@@ -10,6 +10,7 @@ import (
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/hidden"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/locktest"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
@@ -34,7 +35,7 @@ func TestShutdown(t *testing.T) {
 func TestShutdownBoundedWhenRedisPaused(t *testing.T) {
 	for _, tg := range itest.FAllTargets() {
 		t.Run(tg.String(), func(t *testing.T) {
-			ctl := itest.StartLateness(t)
+			ctl := lateness.Start(t)
 			r := redistest.StartProcess(t)
 			raw := itest.FRaw(t, r)
 			const lease = time.Second
@@ -87,7 +88,7 @@ func TestShutdownBoundedWhenRedisPaused(t *testing.T) {
 // frozen Redis stops it at once: both return, the Shutdown with an error
 // wrapping ErrClosed.
 func TestCloseCutsShutdownShort(t *testing.T) {
-	ctl := itest.StartLateness(t)
+	ctl := lateness.Start(t)
 	r := redistest.StartProcess(t)
 	c := itest.PausableClient(t, r, fairrw.WithLeaseTime(time.Second))
 	itest.MustLock(t, c.RWMutex("cut-short"), fairrw.Write)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -118,7 +119,7 @@ func RunConformance(t *testing.T, tg ConfTarget, topSeed, seed uint64, dur time.
 	start := time.Now()
 	e.f = &confFaults{tb: t, start: start, counts: map[string]int{}}
 	e.o = newConfOracle(tg.Name, start, e.f, confBound)
-	e.o.ctl = StartLateness(t)
+	e.o.ctl = lateness.Start(t)
 
 	nodes := 1
 	if tg.Kind == ConfQuorumKind {

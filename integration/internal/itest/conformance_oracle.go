@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	fwire "github.com/fairrw/rwlock/internal/wire"
 )
 
@@ -120,7 +121,7 @@ type confOracle struct {
 	// ctl judges the overruns: a call's overrun past confOverrunBound fails
 	// the test when it is also past the machine's lateness at the time
 	// (the control's worst), judged when the test ends.
-	ctl   *Lateness
+	ctl   *lateness.Control
 	bound time.Duration // liveness bound
 
 	Mu         sync.Mutex

@@ -1,7 +1,6 @@
 package locktest
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -9,94 +8,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/redis/rueidis"
 )
 
-// A stallWatch is the control of a scenario whose holds must outlive
-// their watchdog's renewals: beside it, a bare PING to the scenario's
-// Redis every 20 ms and a bare 1 ms sleep, and every span in which either
-// went unanswered or unscheduled for longer than stallMin. A renewal round
-// is a call to that Redis from a goroutine of the test's process; when
-// neither control could run for a renew interval, the rounds could not
-// either, and a watchdog lease lost then says nothing of the library (two
-// CPU burners beside six test packages kept a container's Redis from
+// watchStalls starts the control of a scenario whose holds must outlive
+// their watchdog's renewals (lateness.Control): bare waits, and beside
+// them a bare PING to the scenario's Redis every 20 ms. A renewal round is
+// a call to that Redis from a goroutine of the test's process; when either
+// control could not run for a renew interval, the rounds could not either,
+// and a watchdog lease lost then says nothing of the library (two CPU
+// burners beside six test packages kept a container's Redis from
 // confirming 2 s leases, in the middle of FurtherHoldsEach).
-type stallWatch struct {
-	mu     sync.Mutex
-	stalls []stallSpan
-}
-
-// stallSpan is a span in which a control went unanswered or unscheduled.
-type stallSpan struct{ from, to time.Time }
-
-// stallMin is the shortest span a stallWatch keeps: far below a renew
-// interval, well above a machine's ordinary scheduling delay.
-const stallMin = 50 * time.Millisecond
-
-// watchStalls starts a stallWatch on raw, stopped at the end of t.
-func watchStalls(t testing.TB, raw rueidis.Client) *stallWatch {
-	w := &stallWatch{}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			sent := time.Now()
-			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-			_ = raw.Do(pctx, raw.B().Ping().Build()).Error()
-			pcancel()
-			w.note(sent, time.Now())
-			sleepCtx(ctx, 20*time.Millisecond)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			due := time.Now().Add(time.Millisecond)
-			time.Sleep(time.Millisecond)
-			w.note(due, time.Now())
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	return w
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+func watchStalls(t testing.TB, raw rueidis.Client) stallOf {
+	l := lateness.Start(t)
+	l.WatchClient(raw, "locktest")
+	return func(from, to time.Time) time.Duration {
+		return max(l.WorstStall(from, to, true), l.WorstStall(from, to, false))
 	}
 }
 
-// note keeps [from, to] when it is a stall.
-func (w *stallWatch) note(from, to time.Time) {
-	if to.Sub(from) < stallMin {
-		return
-	}
-	w.mu.Lock()
-	w.stalls = append(w.stalls, stallSpan{from, to})
-	w.mu.Unlock()
-}
-
-// worst returns the longest stall that overlapped [from, to].
-func (w *stallWatch) worst(from, to time.Time) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var worst time.Duration
-	for _, s := range w.stalls {
-		if s.to.Before(from) || s.from.After(to) {
-			continue
-		}
-		worst = max(worst, s.to.Sub(s.from))
-	}
-	return worst
-}
+// A stallOf returns the longest stall of the machine or of Redis that
+// overlapped [from, to].
+type stallOf func(from, to time.Time) time.Duration
 
 // stallTries is how many times a case runs at most when each try failed
 // during a stall of the machine or of Redis.
@@ -110,7 +44,7 @@ const stallTries = 3
 // the last try's, with what the control saw. cleanup undoes a failed try
 // (its holds are left in Redis for their leases otherwise). Each try gets
 // its number, for a name of its own.
-func (w *stallWatch) retried(t testing.TB, interval time.Duration, body func(tb testing.TB, try int), cleanup func(try int)) {
+func (w stallOf) retried(t testing.TB, interval time.Duration, body func(tb testing.TB, try int), cleanup func(try int)) {
 	t.Helper()
 	for try := 1; ; try++ {
 		start := time.Now()
@@ -118,7 +52,7 @@ func (w *stallWatch) retried(t testing.TB, interval time.Duration, body func(tb 
 		if failure == "" {
 			return
 		}
-		stall := w.worst(start, time.Now())
+		stall := w(start, time.Now())
 		if stall < interval || try == stallTries {
 			t.Fatalf("try %d of %d: %s (the control's worst stall meanwhile: %v; a stall of %v or more is the machine's)",
 				try, stallTries, failure, stall.Round(time.Millisecond), interval)

@@ -12,7 +12,6 @@ import (
 // on the last.
 func TestRetriedOnlyThroughStalls(t *testing.T) {
 	const interval = 100 * time.Millisecond
-	stalled := func(w *stallWatch) { now := time.Now(); w.note(now.Add(-interval), now) }
 	for _, tc := range []struct {
 		name      string
 		stallTill int // tries that stall (and fail) before one passes; -1: every try fails, stalled
@@ -26,7 +25,15 @@ func TestRetriedOnlyThroughStalls(t *testing.T) {
 		{"stalls every try", -1, true, stallTries, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &stallWatch{}
+			var stalledAt []time.Time // the control's stalls, each ending then, interval long
+			w := stallOf(func(from, to time.Time) time.Duration {
+				for _, at := range stalledAt {
+					if !at.Before(from) && !at.Add(-interval).After(to) {
+						return interval
+					}
+				}
+				return 0
+			})
 			tries, cleaned := 0, 0
 			failure := runSoft(t, func(tb testing.TB) {
 				w.retried(tb, interval, func(tb testing.TB, try int) {
@@ -35,7 +42,7 @@ func TestRetriedOnlyThroughStalls(t *testing.T) {
 						return
 					}
 					if tc.stall {
-						stalled(w)
+						stalledAt = append(stalledAt, time.Now())
 					}
 					tb.Fatalf("lease lost")
 				}, func(int) { cleaned++ })
@@ -50,20 +57,5 @@ func TestRetriedOnlyThroughStalls(t *testing.T) {
 				t.Fatalf("cleaned %d failed tries, want %d", cleaned, want)
 			}
 		})
-	}
-}
-
-// TestStallWatchWorst: worst reads only the stalls that overlap the span
-// asked about, and keeps none shorter than stallMin.
-func TestStallWatchWorst(t *testing.T) {
-	w := &stallWatch{}
-	t0 := time.Now()
-	w.note(t0, t0.Add(stallMin/2))
-	w.note(t0.Add(time.Second), t0.Add(time.Second+300*time.Millisecond))
-	if got := w.worst(t0, t0.Add(500*time.Millisecond)); got != 0 {
-		t.Fatalf("worst over the first half second: %v, want 0 (a short gap is no stall)", got)
-	}
-	if got := w.worst(t0.Add(1200*time.Millisecond), t0.Add(2*time.Second)); got != 300*time.Millisecond {
-		t.Fatalf("worst over a span the stall overlaps: %v, want 300ms", got)
 	}
 }

@@ -1,4 +1,7 @@
-package itest
+// Package lateness is the control of the tests' wall-clock bounds: what a
+// loaded machine, and a Redis server scheduled late on it, add to any wait
+// at a moment, measured beside the test (docs/testing.md).
+package lateness
 
 import (
 	"context"
@@ -9,7 +12,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// lateness is the control of a test's wall-clock bounds: while the test
+// Control is the control of a test's wall-clock bounds: while the test
 // runs, a goroutine waits on bare contexts with short deadlines
 // (<-ctx.Done(), nothing else) and keeps how late the worst of them was
 // seen. That is what the machine adds to any wait at that moment: on an
@@ -18,7 +21,7 @@ import (
 // its ctx's deadline, a Shutdown's, a lease's) is checked against its
 // allowance plus the control's worst lateness of the same test: the
 // library's own overrun must stay within the allowance, whatever the load.
-type Lateness struct {
+type Control struct {
 	stop chan struct{}
 	done chan struct{}
 	// beside counts the bare waits started by Beside still running.
@@ -68,11 +71,11 @@ type latenessCheck struct {
 	allowance time.Duration
 }
 
-// startLateness starts the control for t; the checks recorded with within
+// Start starts the control for t; the checks recorded with Within
 // are judged when t ends (a failed one fails t with the figures).
-func StartLateness(t testing.TB) *Lateness {
+func Start(t testing.TB) *Control {
 	t.Helper()
-	l := &Lateness{stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Control{stop: make(chan struct{}), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for k := range latenessSamplers {
 		wg.Go(func() { l.run(k) })
@@ -89,7 +92,7 @@ const latenessSamplers = 8
 
 // run waits on bare deadlines of 5 to 20 ms until stopped, keeping the
 // worst lateness; k staggers the samplers' deadlines.
-func (l *Lateness) run(k int) {
+func (l *Control) run(k int) {
 	for i := k; ; i++ {
 		d := time.Duration(5+i%4*5) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -117,7 +120,7 @@ func (l *Lateness) run(k int) {
 // what the machine takes to run that many goroutines due at one instant,
 // on a share of loaded CPUs, is not counted against fairrw; what fairrw
 // adds is.
-func (l *Lateness) Beside(d time.Duration, wait func(ctx context.Context)) {
+func (l *Control) Beside(d time.Duration, wait func(ctx context.Context)) {
 	if wait == nil {
 		wait = func(ctx context.Context) { <-ctx.Done() }
 	}
@@ -142,16 +145,31 @@ func (l *Lateness) Beside(d time.Duration, wait func(ctx context.Context)) {
 // a loaded machine (a second suite beside this one) it is scheduled late
 // too, and then every call to it is late by as much while the test's own
 // goroutines, and so the bare waits, run on time.
-func (l *Lateness) WatchRedis(t testing.TB, addr, name string) {
+func (l *Control) WatchRedis(t testing.TB, addr, name string) {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ClientName: name})
 	if err != nil {
 		t.Fatalf("lateness: Redis control for %s: %v", addr, err)
 	}
+	l.watch(c, addr, true)
+}
+
+// WatchClient is WatchRedis over c, a client of the test's (one of a
+// cluster's nodes answers each PING), its Stalls labelled label. c is
+// not closed.
+func (l *Control) WatchClient(c rueidis.Client, label string) {
+	l.watch(c, label, false)
+}
+
+// watch sends a PING to c every redisControlEvery until the control stops,
+// closing c then when owned.
+func (l *Control) watch(c rueidis.Client, addr string, owned bool) {
 	l.watchers.Add(1)
 	go func() {
 		defer l.watchers.Done()
-		defer c.Close()
+		if owned {
+			defer c.Close()
+		}
 		tick := time.NewTicker(redisControlEvery)
 		defer tick.Stop()
 		for {
@@ -180,7 +198,7 @@ func (l *Lateness) WatchRedis(t testing.TB, addr, name string) {
 }
 
 // stalled keeps s if it lasted stallRecorded or more.
-func (l *Lateness) stalled(s Stall) {
+func (l *Control) stalled(s Stall) {
 	if s.To.Sub(s.From) < stallRecorded {
 		return
 	}
@@ -197,7 +215,7 @@ func (l *Lateness) stalled(s Stall) {
 // of the bare waits (false) that overlaps [from, to], a PING still in
 // flight at to included: what Redis, or the machine, added to a call
 // made in that stretch.
-func (l *Lateness) WorstStall(from, to time.Time, redis bool) time.Duration {
+func (l *Control) WorstStall(from, to time.Time, redis bool) time.Duration {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	var worst time.Duration
@@ -221,7 +239,7 @@ func (l *Lateness) WorstStall(from, to time.Time, redis bool) time.Duration {
 }
 
 // sample counts one bare wait that fired late.
-func (l *Lateness) sample(late time.Duration) {
+func (l *Control) sample(late time.Duration) {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	l.samples++
@@ -232,7 +250,7 @@ func (l *Lateness) sample(late time.Duration) {
 
 // Worst returns the control's worst lateness so far: what the machine
 // has added to a wait since the test began.
-func (l *Lateness) Worst() time.Duration {
+func (l *Control) Worst() time.Duration {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	return l.worst
@@ -242,7 +260,7 @@ func (l *Lateness) Worst() time.Duration {
 // late beyond what it may take), and the library's allowance for it. The
 // bound holds when late is at most allowance plus the control's worst
 // lateness over the test; judged when the test ends.
-func (l *Lateness) Within(what string, late, allowance time.Duration) {
+func (l *Control) Within(what string, late, allowance time.Duration) {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	l.checks = append(l.checks, latenessCheck{what: what, late: late, allowance: allowance})
@@ -250,7 +268,7 @@ func (l *Lateness) Within(what string, late, allowance time.Duration) {
 
 // judge stops the control and fails t for every check past its allowance
 // plus the control's worst lateness.
-func (l *Lateness) judge(t testing.TB) {
+func (l *Control) judge(t testing.TB) {
 	t.Helper()
 	// A test that ends within a sampler's first deadline (a call that
 	// failed at once) has no sample yet: it waits for one, for as long as
