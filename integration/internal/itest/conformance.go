@@ -188,7 +188,9 @@ func RunConformance(t *testing.T, tg ConfTarget, topSeed, seed uint64, dur time.
 			label := fmt.Sprintf("c%d(%s,%s)", i, map[bool]string{true: "proxy", false: "direct"}[spec.proxied], spec.Tr.Name)
 			s := &confSlot{bases: []rueidis.ClientOption{nodeBase(0, spec.proxied, label)}, Tr: spec.Tr}
 			if tg.Replica && spec.sync > 0 {
-				s.opts = []fairrw.Option{fairrw.WithSyncReplicas(1, spec.sync)}
+				// The wrapper records every WAIT, for the sync/granted-while-cut
+				// diagnostic (conformance_sync_diag.go).
+				s.opts = []fairrw.Option{fairrw.WithSyncReplicas(1, spec.sync), fairrw.WithRedisWrapper(e.o.waits.wrap(label))}
 			}
 			e.slots = append(e.slots, s)
 		}

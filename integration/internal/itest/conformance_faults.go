@@ -66,6 +66,7 @@ type confFaults struct {
 // lasts), no acknowledgement can come from it.
 type confCut struct {
 	start, end time.Time
+	probe      confReplicaProbe // the replica right after the stop (conformance_sync_diag.go)
 }
 
 // cutsCopy returns the replica's pauses so far (end zero: in progress).
@@ -352,7 +353,13 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 		f.async.Add(1)
 		go func() {
 			defer f.async.Done()
-			time.Sleep(d)
+			// Only this goroutine resumes the replica: it is stopped
+			// while this reads it.
+			p := f.probeReplica(d/2, true)
+			f.Mu.Lock()
+			c.probe = p
+			f.Mu.Unlock()
+			time.Sleep(time.Until(c.start.Add(d - 10*time.Millisecond))) // d from the stop
 			f.Mu.Lock()
 			c.end = time.Now()
 			f.Replica.Resume(f.tb)

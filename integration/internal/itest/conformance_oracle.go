@@ -141,6 +141,7 @@ type confOracle struct {
 	stopping   int                // generations whose Shutdown or Close is under way
 	releases   []*confRelease     // what nil Shutdowns released, for the liveness check
 	inspects   []confInspectWrite // write holders Inspect reported, checked at the end
+	waits      *confWaitLog       // the synced Clients' WAITs (conformance_sync_diag.go)
 
 	runEnded     time.Time               // when the workload's ctx was cancelled
 	overruns     map[string]*confOverrun // by call kind (conformance_deadline_test.go)
@@ -166,6 +167,7 @@ func newConfOracle(target string, start time.Time, f *confFaults, bound time.Dur
 		overruns:     map[string]*confOverrun{},
 		forces:       map[string][]*confForce{},
 		furtherWrite: map[int64]bool{},
+		waits:        &confWaitLog{},
 	}
 }
 

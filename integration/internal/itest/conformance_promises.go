@@ -146,8 +146,8 @@ func (o *confOracle) checkSyncLocked(h *confHold, now time.Time) {
 		if !c.end.IsZero() {
 			end = "resumed " + o.At(c.end)
 		}
-		o.violateLocked("sync/granted-while-cut", h.Name, now, "%s under WithSyncReplicas (call began %s, token %d) returned at %s, granted while the replica was stopped (cut %s, %s): no replica could acknowledge it; want ErrNotReplicated",
-			h, o.At(h.callStart), h.token, o.At(h.granted), o.At(c.start), end)
+		o.violateLocked("sync/granted-while-cut", h.Name, now, "%s under WithSyncReplicas (call began %s, token %d) returned at %s, granted while the replica was stopped (cut %s, %s): no replica could acknowledge it; want ErrNotReplicated%s",
+			h, o.At(h.callStart), h.token, o.At(h.granted), o.At(c.start), end, o.syncDiagLocked(h, c))
 	}
 }
 

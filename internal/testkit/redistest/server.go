@@ -332,6 +332,16 @@ func (r *Redis) Pause(tb testing.TB) {
 	r.signal(tb, "Pause", sigStop, true)
 }
 
+// Pid is the process id of the running redis-server, 0 when none runs.
+func (r *Redis) Pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil || r.proc.cmd.Process == nil {
+		return 0
+	}
+	return r.proc.cmd.Process.Pid
+}
+
 // Resume continues a server frozen by Pause (SIGCONT).
 func (r *Redis) Resume(tb testing.TB) {
 	tb.Helper()
