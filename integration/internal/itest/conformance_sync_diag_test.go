@@ -36,10 +36,7 @@ func TestSyncCutDiagnostic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := c.RWMutex("diag")
-	l, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatalf("Lock with the replica up: %v", err)
-	}
+	l := lockWhileReplicaUp(t, ctx, m)
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
