@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -678,6 +679,16 @@ func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*
 	a := &acquisition{m: m, mode: mode, cfg: cfg, o: o}
 	got, err := a.attempt(ctx, o.count(mode, now)+1, false, false)
 	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotReplicated):
+			// Redis granted the hold, and too few replicas acknowledged
+			// it: no Lease stands for it, and Redis must keep no more of
+			// the owner than its Leases hold (see owner).
+			m.restate(o, mode, cfg.lease, time.Time{})
+		case o.unsure:
+			// Redis may have granted it, or may yet, until its accept window ends.
+			m.restate(o, mode, cfg.lease, got.sent.Add(m.c.acceptWindow()))
+		}
 		return nil, err
 	}
 	if !got.reply.granted {

@@ -26,7 +26,11 @@ import (
 // cohort, which carries on its deadline; a shared read leaving Leases that
 // cover its deadline: see Lease.leaveShare): so Redis never keeps an
 // owner's hold longer than its Leases still alive (and the lease margin),
-// as a release that writes their state does. Its lock (lock, unlock) serializes those changes, so a release
+// as a release that writes their state does. A further hold that fails
+// once Redis may have granted it (too few replicas acknowledged it, or its
+// answer never came) has no Lease: the owner writes its Leases' state back
+// at once (RWMutex.restate), or Redis would keep that hold for its lease
+// after the Leases ended. Its lock (lock, unlock) serializes those changes, so a release
 // never races a further hold of the same owner; the watchdog only ever
 // extends (see renew.go). The lock is taken within a ctx: a release going
 // on in the background (see Lease.Unlock) may hold it for a while.

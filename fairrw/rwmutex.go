@@ -361,6 +361,59 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 	m.c.followUp(m, "give back", moot, try)
 }
 
+// restate writes back in Redis what owner o's Leases hold, after a further
+// hold of mode (asking for lease) that failed once Redis may have applied
+// it: granted there, but acknowledged by too few replicas
+// (ErrNotReplicated, which says the grant was given back), or sent with an
+// outcome never learned. No Lease stands for that hold, and the owner's
+// Leases may all end with no change in Redis (left to expire, lost), which
+// would leave it held for the refused hold's lease, with no Lease live and
+// every waiter kept out. One release of mode writing what the Leases hold
+// (as their own releases do) takes it back, and changes nothing else.
+//
+// An attempt whose outcome was never learned may still reach Redis after
+// that release (a request its connection had not written yet when its ctx
+// ended), until its accept window ends at late (zero: the attempt was
+// answered): the state is written again once late has passed, when no
+// copy of it can land any more.
+//
+// Call it with o's lock held. It is tried for cleanupGrace, then in the
+// background, under o's lock again, until Redis answers (after late) or
+// what it would take back has run out there.
+func (m *RWMutex) restate(o *owner, mode Mode, lease time.Duration, late time.Time) {
+	try := func(ctx context.Context) bool {
+		st := o.alive(nil, time.Now())
+		empty := st.writes == 0 && len(st.reads) == 0
+		_, err := m.send(ctx, time.Time{}, m.newRelease(o, mode, st, o.unsure && empty), false)
+		if err == nil && empty {
+			o.unshared = true // no read shares its hold any more
+			m.c.heldOwners().released(o)
+		}
+		return err == nil || definite(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
+	done := try(ctx)
+	cancel()
+	if done && late.IsZero() {
+		return
+	}
+	locked := func(ctx context.Context) bool {
+		if o.lockBy(ctx, time.Time{}) != nil {
+			return false
+		}
+		defer o.unlock()
+		return try(ctx)
+	}
+	moot := later(time.Now(), late).Add(m.c.acceptWindow() + lease + leaseMargin)
+	m.c.followUp(m, "restate", moot, func(ctx context.Context) bool {
+		if time.Now().Before(late) {
+			done = done || locked(ctx)
+			return false // again once no copy of the attempt can land
+		}
+		return locked(ctx)
+	})
+}
+
 // notAcquiredError is TryLock's refusal. It carries the PTTL the refused
 // attempt returned, the longest a quorum waiter sleeps before its next round.
 type notAcquiredError struct {

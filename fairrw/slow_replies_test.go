@@ -196,3 +196,73 @@ func TestSlowRepliesWaiterDoesNotStarveOthers(t *testing.T) {
 	}
 	t.Logf("first %s after %v (%v); second %s after %v (%v)", first.who, took.Round(time.Millisecond), first.err, second.who, second.at.Sub(start).Round(time.Millisecond), second.err)
 }
+
+// TestSlowRepliesFurtherHoldLeavesNoHold: a further hold whose answer does
+// not come before its ctx ends may have been granted in Redis: no Lease
+// stands for it, so the owner writes back what its Leases hold. Its only
+// Lease, left to expire, then frees the name at its deadline, not at the
+// end of the further hold's longer lease, which would keep every other
+// waiter out while no Lease holds the name.
+func TestSlowRepliesFurtherHoldLeavesNoHold(t *testing.T) {
+	t.Parallel()
+	r := redistest.StartProcess(t)
+	const (
+		unlockTimeout = 300 * time.Millisecond
+		leaseTime     = 1500 * time.Millisecond // a refused waiter tries again every third of it
+		top           = 1200 * time.Millisecond // the owner's Lease, left to expire
+		further       = 6 * time.Second         // the further hold's lease
+		delay         = 400 * time.Millisecond  // replies held back: the further hold's ctx ends first
+		slack         = 1500 * time.Millisecond
+	)
+	proxy := startSlowReplyProxy(t, r.Addr)
+	newClient := func(addr string) *fairrw.Client {
+		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true}),
+			fairrw.WithLeaseTime(leaseTime), fairrw.WithUnlockTimeout(unlockTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	slow, fast := newClient(proxy.addr()), newClient(r.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+		name := "slow-replies-further:" + mode.String()
+		proxy.delay.Store(0)
+		l, err := slow.RWMutex(name).Lock(ctx, fairrw.WithLease(top))
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy.delay.Store(int64(delay))
+		fctx, fcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if mode == fairrw.Write {
+			_, err = l.Lock(fctx, fairrw.WithLease(further))
+		} else {
+			_, err = l.RLock(fctx, fairrw.WithLease(further))
+		}
+		fcancel()
+		if err == nil {
+			t.Fatalf("a further %s answered %v late returned within a 50 ms ctx", mode, delay)
+		}
+		// Replies come on time again: what the owner left to the
+		// background reaches Redis. (Until then it cannot: the further
+		// hold's ctx broke its connection, whose new handshake waits for
+		// the held-back replies longer than a try lasts.)
+		proxy.delay.Store(0)
+		// l is left to expire: the name is free at its deadline.
+		wctx, wcancel := context.WithTimeout(ctx, further)
+		got, err := fast.RWMutex(name).Lock(wctx)
+		wcancel()
+		if err != nil {
+			t.Fatalf("further %s: another Client's Lock, with the owner's only Lease left to expire at %s: %v (%v after it)",
+				mode, l.Deadline().Format("15:04:05.000"), err, time.Since(l.Deadline()).Round(time.Millisecond))
+		}
+		if late := time.Since(l.Deadline()); late > slack {
+			t.Errorf("further %s: another Client's Lock granted %v after the owner's only Lease expired (bound %v): Redis kept the further hold", mode, late.Round(time.Millisecond), slack)
+		}
+		if err := got.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package lease
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,59 @@ func TestSyncReplicasWithoutReplicas(t *testing.T) {
 			}
 			locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
 		})
+	}
+}
+
+// TestSyncReplicasFurtherHoldGivenBack: a further hold (a reentrant write,
+// a downgrade) that too few replicas acknowledged is given back, as a first
+// hold is: Redis granted it, but no Lease stands for it, so Redis must keep
+// no more of the owner than its Leases hold. Left to expire, the owner's
+// only Lease frees the name at its deadline, not at the deadline of the
+// refused hold's longer lease, which would hold the name with no Lease
+// live and every waiter ungranted.
+func TestSyncReplicasFurtherHoldGivenBack(t *testing.T) {
+	primary := redistest.StartProcess(t)
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	replica := redistest.StartProcess(t, "--replicaof", host, port)
+	raw := itest.FRaw(t, primary)
+	waitReplicas(t, raw, 1)
+	const (
+		top     = time.Second     // the owner's Lease, left to expire
+		refused = 6 * time.Second // the further hold's lease
+		slack   = 1500 * time.Millisecond
+	)
+	for _, p := range itest.Policies {
+		for _, mode := range []fairrw.Mode{fairrw.Write, fairrw.Read} {
+			t.Run(fmt.Sprintf("%s/further=%s", p, mode), func(t *testing.T) {
+				name := fmt.Sprintf("sync-further:%s:%s", p, mode)
+				synced := itest.NewClient(t, primary, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithSyncReplicas(1, 100*time.Millisecond))
+				plain := itest.NewClient(t, primary, itest.Transports[0], fairrw.WithPolicy(p))
+				// Granted while the replica acknowledges; then the replica stops.
+				l := itest.MustLock(t, synced.RWMutex(name), fairrw.Write, fairrw.WithLease(top))
+				replica.Pause(t)
+				var err error
+				if mode == fairrw.Write {
+					_, err = l.Lock(itest.TestCtx(t), fairrw.WithLease(refused))
+				} else {
+					_, err = l.RLock(itest.TestCtx(t), fairrw.WithLease(refused))
+				}
+				replica.Resume(t)
+				if !errors.Is(err, fairrw.ErrNotReplicated) {
+					t.Fatalf("a further %s with the replica cut off: %v, want ErrNotReplicated", mode, err)
+				}
+				// l is left to expire: the name is free at its deadline.
+				ctx := itest.CtxFor(t, refused)
+				got, err := plain.RWMutex(name).Lock(ctx)
+				if err != nil {
+					t.Fatalf("another Client's Lock, with the synced owner's only Lease left to expire at %s: %v (%s after it)",
+						l.Deadline().Format("15:04:05.000"), err, time.Since(l.Deadline()).Round(time.Millisecond))
+				}
+				if late := time.Since(l.Deadline()); late > slack {
+					t.Errorf("another Client's Lock granted %v after the synced owner's only Lease expired (bound %v): Redis kept the refused further hold", late.Round(time.Millisecond), slack)
+				}
+				itest.MustUnlock(t, got)
+				itest.EventuallyNoLockKeys(t, raw, name)
+			})
+		}
 	}
 }
