@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
 
@@ -215,6 +216,7 @@ func TestSlowRepliesFurtherHoldLeavesNoHold(t *testing.T) {
 		slack         = 1500 * time.Millisecond
 	)
 	proxy := startSlowReplyProxy(t, r.Addr)
+	ctl := lateness.Start(t)
 	newClient := func(addr string) *fairrw.Client {
 		c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true}),
 			fairrw.WithLeaseTime(leaseTime), fairrw.WithUnlockTimeout(unlockTimeout))
@@ -258,9 +260,9 @@ func TestSlowRepliesFurtherHoldLeavesNoHold(t *testing.T) {
 			t.Fatalf("further %s: another Client's Lock, with the owner's only Lease left to expire at %s: %v (%v after it)",
 				mode, l.Deadline().Format("15:04:05.000"), err, time.Since(l.Deadline()).Round(time.Millisecond))
 		}
-		if late := time.Since(l.Deadline()); late > slack {
-			t.Errorf("further %s: another Client's Lock granted %v after the owner's only Lease expired (bound %v): Redis kept the further hold", mode, late.Round(time.Millisecond), slack)
-		}
+		// Within slack of the Lease's deadline, plus what the machine
+		// added to a wait meanwhile (the control's worst).
+		ctl.Within("further "+mode.String()+": another Client's Lock after the owner's only Lease expired (Redis kept the further hold?)", time.Since(l.Deadline()), slack)
 		if err := got.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/locktest"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
@@ -76,8 +77,18 @@ func TestSyncReplicasFurtherHoldGivenBack(t *testing.T) {
 				name := fmt.Sprintf("sync-further:%s:%s", p, mode)
 				synced := itest.NewClient(t, primary, itest.Transports[0], fairrw.WithPolicy(p), fairrw.WithSyncReplicas(1, 100*time.Millisecond))
 				plain := itest.NewClient(t, primary, itest.Transports[0], fairrw.WithPolicy(p))
-				// Granted while the replica acknowledges; then the replica stops.
-				l := itest.MustLock(t, synced.RWMutex(name), fairrw.Write, fairrw.WithLease(top))
+				ctl := lateness.Start(t)
+				// Granted while the replica acknowledges (a replica that a
+				// loaded machine ran late may miss the 100 ms: again); then
+				// the replica stops.
+				var l *fairrw.Lease
+				for try := 1; l == nil; try++ {
+					var err error
+					l, err = synced.RWMutex(name).Lock(itest.TestCtx(t), fairrw.WithLease(top))
+					if err != nil && (!errors.Is(err, fairrw.ErrNotReplicated) || try == 20) {
+						t.Fatalf("Lock with the replica up, try %d: %v", try, err)
+					}
+				}
 				replica.Pause(t)
 				var err error
 				if mode == fairrw.Write {
@@ -96,9 +107,9 @@ func TestSyncReplicasFurtherHoldGivenBack(t *testing.T) {
 					t.Fatalf("another Client's Lock, with the synced owner's only Lease left to expire at %s: %v (%s after it)",
 						l.Deadline().Format("15:04:05.000"), err, time.Since(l.Deadline()).Round(time.Millisecond))
 				}
-				if late := time.Since(l.Deadline()); late > slack {
-					t.Errorf("another Client's Lock granted %v after the synced owner's only Lease expired (bound %v): Redis kept the refused further hold", late.Round(time.Millisecond), slack)
-				}
+				// Within slack of the Lease's deadline, plus what the
+				// machine added to a wait meanwhile (the control's worst).
+				ctl.Within("another Client's Lock after the synced owner's only Lease expired (Redis kept the refused further hold?)", time.Since(l.Deadline()), slack)
 				itest.MustUnlock(t, got)
 				itest.EventuallyNoLockKeys(t, raw, name)
 			})
