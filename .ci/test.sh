@@ -96,6 +96,10 @@ bash .ci/weight.sh
 
 echo "== go test"
 export FAIRRW_REQUIRE_REDIS=1
+# A panic prints every goroutine, so that one on a goroutine of rueidis's
+# (its reader's "protocol bug, message handled out of order", seen once in
+# integration/connect under load) shows which test was running.
+export GOTRACEBACK=all
 # One go test over the three modules, several packages at once: the
 # integration tests are split by concern into packages (integration/acl,
 # cluster, sentinel, conformance, ...) that mostly wait (for leases,
