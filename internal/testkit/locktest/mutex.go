@@ -226,15 +226,17 @@ func MutexFurtherHoldsEach(t *testing.T, env Env) {
 					func(bool) { refusedMutex(t, c.Mutex(n)) },
 					func() *fairrw.Lease { return grantedMutex(t, c.Mutex(n)) })
 				EventuallyNoKeys(t, env, n)
-			}, func(try int) {
-				n := tryName(base, try)
-				forget(t, env, n, func() error {
-					if err := c.Mutex(n).ForceUnlock(ctx(t)); err != nil && !errors.Is(err, fairrw.ErrNotHeld) {
-						return err
-					}
-					return nil
-				})
-			})
+			}, func(try int) { forgetMutex(t, env, c, tryName(base, try)) })
 		})
 	}
+}
+
+// forgetMutex is forgetRW for a Mutex.
+func forgetMutex(t testing.TB, env Env, c *fairrw.Client, n string) {
+	forget(t, env, n, func() error {
+		if err := c.Mutex(n).ForceUnlock(ctx(t)); err != nil && !errors.Is(err, fairrw.ErrNotHeld) {
+			return err
+		}
+		return nil
+	})
 }
