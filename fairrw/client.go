@@ -249,13 +249,12 @@ func New(opts ...Option) (*Client, error) {
 	c.halt, c.stopHalt = context.WithCancel(context.Background())
 	c.closingCtx, c.endClosing = context.WithCancel(context.Background())
 	c.waits = wait.NewRegistry(wait.Config{
-		Redis:         c.redis,
-		Publish:       c.publishCmd,
-		Closing:       c.closing,
-		Halt:          c.halt,
-		UnlockTimeout: c.conf.unlockTimeout,
-		Busy:          isBusy,
-		Connected:     c.whenConnected,
+		Redis:     c.redis,
+		Publish:   c.publishCmd,
+		Closing:   c.closing,
+		Halt:      c.halt,
+		Tracking:  c.tracks,
+		Connected: c.whenConnected,
 	})
 	c.background = newTasks()
 	if cfg.client != nil {

@@ -114,13 +114,6 @@ func replyOf(err error) (redisReply, bool) {
 	return redisReply{}, false
 }
 
-// isBusy reports whether err is Redis answering BUSY: a script or function
-// runs past its busy-reply-threshold.
-func isBusy(err error) bool {
-	r, ok := replyOf(err)
-	return ok && r.code == "BUSY "
-}
-
 // classifyConnect says what waiting does about err, a failure to connect
 // (after the probes of dial have told a TLS mismatch: see tls.go).
 func classifyConnect(err error) errClass {

@@ -336,8 +336,10 @@ func HashNames(key []byte) func(name string) string {
 // its ctx down. The Client still builds rdb with its invalidation hook, so
 // that wake-ups by client tracking and shared reads (WithCohorts) keep
 // working, as they do not with WithClient: the wrapper must pass every
-// call on to the client it wraps (DoMulti, DoCache and Receive included)
-// and its Close must close it. wrap is called once per rueidis client,
+// call on to the client it wraps (DoMulti, DoCache and Dedicate included:
+// waiters subscribe on a dedicated connection, whose Receive the wrapper
+// sees only if it wraps the DedicatedClient too) and its Close must close
+// it. wrap is called once per rueidis client,
 // when it connects. A nil wrap, or one given with WithClient (wrap your
 // own client instead), is ErrInvalidOption.
 func WithRedisWrapper(wrap func(rdb rueidis.Client) rueidis.Client) Option {

@@ -21,6 +21,7 @@ import (
 	"github.com/fairrw/rwlock/integration/internal/itest"
 	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // callDeadline is the ctx timeout of the calls made while Redis cannot
@@ -377,6 +378,150 @@ func TestWaitersThroughBusy(t *testing.T) {
 				t.Fatal("the Lock that waited through BUSY was not granted within 10 s of the release")
 			}
 		})
+	}
+}
+
+// TestWaitersLeaveBetweenBusyScripts: Redis runs 120 ms scripts back to
+// back, past its busy-reply-threshold, so that it is BUSY but for a moment
+// between two; meanwhile Locks wait on held locks and give up, their groups
+// ending all the time, some in such a moment. rueidis v1.0.79 panics (or
+// misplaces answers) when an UNSUBSCRIBE meets BUSY, and no check before
+// it can tell that the next script has not started: a subscription must
+// end without one. After the scripts, a waiter is granted on release,
+// every subscription ends, and nothing panicked (which would end the test
+// binary).
+func TestWaitersLeaveBetweenBusyScripts(t *testing.T) {
+	r := redistest.StartProcess(t, "--busy-reply-threshold", "50")
+	const spin = `local t = redis.call('TIME') local s = t[1] * 1000000 + t[2]
+repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - s > 120000`
+	for _, tr := range itest.Transports {
+		t.Run(tr.Name, func(t *testing.T) {
+			a := itest.NewClientOn(t, r.ClientOption(), tr)
+			b := itest.NewClientOn(t, r.ClientOption(), tr)
+			raw, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			ctx := itest.TestCtx(t)
+			const names = 4
+			name := func(i int) string { return "lifecycle:busy-churn:" + tr.Name + ":" + strconv.Itoa(i) }
+			var held []*fairrw.Lease
+			for i := range names {
+				l, err := a.RWMutex(name(i)).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, l)
+			}
+			stop := make(chan struct{})
+			var scripts, busyAnswers int
+			runner := make(chan error, 1)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						runner <- nil
+						return
+					default:
+					}
+					err := raw.Do(ctx, raw.B().Eval().Script(spin).Numkeys(0).Build()).Error()
+					if err != nil && !rueidis.IsRedisNil(err) {
+						runner <- err
+						return
+					}
+					scripts++
+				}
+			}()
+			waitReply(t, r.Addr, "-BUSY", 10*time.Second)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var leaves int
+			for i := range 2 * names {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; ; j++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						lctx, cancel := context.WithTimeout(ctx, time.Duration(20+(i*7+j*13)%80)*time.Millisecond)
+						l, err := b.RWMutex(name(i % names)).Lock(lctx)
+						cancel()
+						mu.Lock()
+						switch {
+						case err == nil:
+							t.Errorf("%s granted to b while a holds it", name(i%names))
+							_ = l.Unlock(ctx)
+						case errors.Is(err, fairrw.ErrUnavailable):
+							busyAnswers++
+							leaves++
+						case errors.Is(err, context.DeadlineExceeded):
+							leaves++
+						default:
+							t.Errorf("a waiter giving up: %v, want its ctx's error or ErrUnavailable", err)
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			time.Sleep(3 * time.Second)
+			close(stop)
+			wg.Wait()
+			if err := <-runner; err != nil {
+				t.Fatalf("the busy scripts: %v", err)
+			}
+			t.Logf("%d scripts; %d waits given up (%d on BUSY)", scripts, leaves, busyAnswers)
+			if leaves == 0 {
+				t.Fatal("no waiter gave up while Redis ran the scripts")
+			}
+			granted := make(chan error, 1)
+			go func() {
+				l, err := b.RWMutex(name(0)).Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				granted <- err
+			}()
+			waitNumsub(t, raw, wire.Fair(name(0)).Channel, func(n int64) bool { return n >= 1 })
+			for _, l := range held {
+				itest.MustUnlock(t, l)
+			}
+			select {
+			case err := <-granted:
+				if err != nil {
+					t.Fatalf("the Lock waiting once the scripts ended: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Lock waiting once the scripts ended was not granted within 10 s of the release")
+			}
+			for i := range names {
+				waitNumsub(t, raw, wire.Fair(name(i)).Channel, func(n int64) bool { return n == 0 })
+			}
+		})
+	}
+}
+
+// waitNumsub waits up to 10 s until the count of channel's subscribers
+// satisfies ok.
+func waitNumsub(t *testing.T, raw rueidis.Client, channel string, ok func(int64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var n int64
+	for {
+		counts, err := raw.Do(itest.TestCtx(t), raw.B().PubsubNumsub().Channel(channel).Build()).ToArray()
+		if err != nil || len(counts) != 2 {
+			t.Fatalf("PUBSUB NUMSUB %s: %v %v", channel, counts, err)
+		}
+		if n, _ = counts[1].AsInt64(); ok(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d subscribers after 10 s", channel, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -62,6 +62,23 @@ func (w *tracingWrapper) Receive(ctx context.Context, cmd rueidis.Completed, fn 
 	return w.Client.Receive(ctx, cmd, fn)
 }
 
+// Dedicate wraps the dedicated connection too: fairrw's waiters subscribe
+// on one (internal/wait's connections.go), as rueidisotel's wrapper sees.
+func (w *tracingWrapper) Dedicate() (rueidis.DedicatedClient, func()) {
+	d, release := w.Client.Dedicate()
+	return &tracingDedicated{DedicatedClient: d, w: w}, release
+}
+
+type tracingDedicated struct {
+	rueidis.DedicatedClient
+	w *tracingWrapper
+}
+
+func (d *tracingDedicated) Receive(ctx context.Context, cmd rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	d.w.saw(ctx, "Receive")
+	return d.DedicatedClient.Receive(ctx, cmd, fn)
+}
+
 func (w *tracingWrapper) Close() {
 	w.mu.Lock()
 	w.closed = true

@@ -25,13 +25,13 @@ type Config struct {
 	// Closing closes when the Client begins closing: its waiters give up
 	// with ErrClosed.
 	Closing <-chan struct{}
-	// Halt ends when a Shutdown is cut short: an unsubscribe or a probe
-	// still under way gives up at once.
+	// Halt ends when a Shutdown is cut short: a probe still under way
+	// gives up at once.
 	Halt context.Context
-	// UnlockTimeout bounds the unsubscribe that ends a subscription.
-	UnlockTimeout time.Duration
-	// Busy reports whether err is Redis answering BUSY (a script runs).
-	Busy func(err error) bool
+	// Tracking reports whether the Client's connections track keys
+	// (client tracking): a subscription's connection turns it off. nil:
+	// they do not.
+	Tracking func() bool
 	// Connected waits until the Client is connected, and reports whether
 	// it is: false once ctx ends or the Client closes or cannot connect.
 	// A subscription waits on it before it reads Redis: a quorum's waiter
@@ -58,7 +58,8 @@ type Keys struct {
 
 // Registry keeps, per lock name, the waiters of this Client and the one
 // subscription they share. The subscription starts with the first waiter and
-// ends with the last.
+// ends with the last (in Redis, once its connection closes: see
+// connections.go).
 //
 // Wake-ups are targeted so that a release costs one retry, not one per
 // waiter: a "0" message or an invalidation wakes one waiter; a "1" message
@@ -77,9 +78,16 @@ type Registry struct {
 	// so it may join one that its Client is closing: its waiter learns of
 	// the close from the Client's closing channel.
 	closed bool
+	// done closes when close begins: a connection's linger ends.
+	done chan struct{}
 	// unsettledUntil: a subscription was lost lately, so a new one may be
 	// routed by a stale slot map too (see topology.go).
 	unsettledUntil time.Time
+	// conns: by slot, the connection that takes new subscriptions;
+	// allConns: every connection not closed yet (connections.go).
+	conns    map[uint16]*subConn
+	allConns map[*subConn]struct{}
+	watchers sync.WaitGroup // route watches (connections.go)
 }
 
 // Group is the waiters of one lock in a registry, and their subscription.
@@ -105,7 +113,8 @@ type Group struct {
 
 // NewRegistry returns the registry of a Client's waiters.
 func NewRegistry(cfg Config) *Registry {
-	return &Registry{cfg: cfg, groups: make(map[string]*Group), byTracked: make(map[string]*Group)}
+	return &Registry{cfg: cfg, groups: make(map[string]*Group), byTracked: make(map[string]*Group),
+		done: make(chan struct{}), conns: make(map[uint16]*subConn), allConns: make(map[*subConn]struct{})}
 }
 
 // Registry returns the registry that g belongs to.
@@ -248,16 +257,21 @@ func (r *Registry) Rename(w *Waiter, owner string) {
 	w.granted = false // a grant to the owner it leaves is not its own
 }
 
-// Close waits for every subscription loop to end. The Client's Close calls
-// it once no call is in progress, so every group has already lost its last waiter.
+// Close waits for every subscription loop to end, and closes the
+// connections they went on. The Client's Close calls it once no call is in
+// progress, so every group has already lost its last waiter.
 func (r *Registry) Close() {
 	r.mu.Lock()
-	r.closed = true
+	if !r.closed {
+		r.closed = true
+		close(r.done)
+	}
 	for _, g := range r.groups {
 		g.cancel()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+	r.closeConns()
 }
 
 // Groups counts the locks that have a group now: what the registry keeps,

@@ -14,7 +14,9 @@ import (
 
 // subscribe is the group's subscription loop. It re-subscribes whenever the
 // server drops the subscription (failover, slot migration, a lost
-// connection) until the group's last waiter leaves, then unsubscribes.
+// connection) until the group's last waiter leaves. The subscription goes
+// on a connection of the registry's own, and ends without an UNSUBSCRIBE
+// (see connections.go).
 func (r *Registry) subscribe(ctx context.Context, g *Group) {
 	defer r.wg.Done()
 	if !r.cfg.connected(ctx) {
@@ -24,75 +26,46 @@ func (r *Registry) subscribe(ctx context.Context, g *Group) {
 	sharded := r.cfg.Publish() == compat.SPublish
 	channel := g.keys.Channel
 	// rueidis recycles a command once it ran: build a fresh one every time.
-	// Pinned, (un)subscribe commands are never recycled: rueidis can match
-	// an unsubscribe push to an UNSUBSCRIBE its writer is still encoding
-	// (a connection reset in the middle), and recycling it then races with
-	// that write.
+	// Pinned, subscribe commands are never recycled: rueidis can match a
+	// push to a command its writer is still encoding (a connection reset in
+	// the middle), and recycling it then races with that write.
 	subscribe := func() rueidis.Completed {
 		if sharded {
 			return rdb.B().Ssubscribe().Channel(channel).Build().Pin()
 		}
 		return rdb.B().Subscribe().Channel(channel).Build().Pin()
 	}
+	// A sharded subscription's connection is bound to the node that owned
+	// the channel's slot: Redis ends it when the slot moves, and the
+	// subscription is made again on a new connection. Elsewhere the
+	// connections are shared by every channel.
+	first := subscribe()
+	slot := first.Slot()
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) { r.onSubscription(g, s) })
 	backoff := NewBackoff(MinRetryBackoff, MaxRetryBackoff)
-	for ctx.Err() == nil {
-		err := rdb.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
+	for {
+		c := r.attach(ctx, rdb, g, slot)
+		if c == nil {
+			return
+		}
+		err := c.client.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
 		if ctx.Err() != nil {
-			break
+			r.detach(g, c, false)
+			return
 		}
 		// Messages are lost until it is made again, and maybe after.
 		r.lostSubscription(g, err != nil)
+		// Redis refusing the subscription (an ACL, a MOVED) leaves the
+		// connection as it was; anything else (a lost connection, a
+		// closed one) does not.
+		_, refused := err.(*rueidis.RedisError)
+		r.detach(g, c, (err != nil && !refused) || (err == nil && sharded))
 		if err == nil { // the server ended the subscription: make it again at once
 			backoff.Reset()
 			continue
 		}
 		if backoff.Wait(ctx, nil) != nil {
-			break
-		}
-	}
-	// rueidis only drops the local listener when Receive returns; the server
-	// would keep the subscription (and keep sending) until told otherwise.
-	// A Shutdown cut short (halt) does not wait for a Redis that does not
-	// answer, where rueidis can stop the command: the server drops the
-	// subscription with the connection.
-	uctx, cancel := context.WithTimeout(r.cfg.Halt, r.cfg.UnlockTimeout)
-	defer cancel()
-	if !r.notBusy(uctx, rdb) {
-		// Still busy in a script: the server keeps the subscription until
-		// the connection closes, and rueidis drops what it pushes.
-		return
-	}
-	unsubscribe := rdb.B().Unsubscribe().Channel(channel).Build().Pin()
-	if sharded {
-		unsubscribe = rdb.B().Sunsubscribe().Channel(channel).Build().Pin()
-	}
-	_ = rdb.Do(uctx, unsubscribe).Error()
-}
-
-// notBusy waits, within ctx, until Redis is not busy in a script (BUSY),
-// and reports whether it is not. rueidis v1.0.79 panics on its reading
-// goroutine (a protocol bug, message handled out of order) when an
-// UNSUBSCRIBE meets a BUSY server: a PING first tells, and the unsubscribe
-// waits for the script to end. A server that does not answer the PING at
-// all is not busy: the unsubscribe fails as the PING did.
-//
-// A window is left: a script that starts within a round trip after the
-// PING's answer, and runs past busy-reply-threshold, still answers the
-// UNSUBSCRIBE and rueidis's PING after it with BUSY, and rueidis panics
-// (it takes the first BUSY for the unsubscribe's answer, and finds no
-// command for the second). A conformance fault running such a script every
-// second or so found it once in three 20 s runs; the fix is rueidis's
-// (isUnsubReply).
-func (r *Registry) notBusy(ctx context.Context, rdb rueidis.Client) bool {
-	backoff := NewBackoff(MinRetryBackoff, MaxRetryBackoff)
-	for {
-		err := rdb.Do(ctx, rdb.B().Ping().Build().Pin()).Error()
-		if !r.cfg.Busy(err) {
-			return true
-		}
-		if backoff.Wait(ctx, nil) != nil {
-			return false
+			return
 		}
 	}
 }
