@@ -27,6 +27,7 @@ import (
 	"github.com/fairrw/rwlock/internal/testkit/holder"
 	"github.com/fairrw/rwlock/internal/testkit/redisnet"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
+	"github.com/fairrw/rwlock/internal/wire"
 )
 
 // clientCert is a client certificate signed by ca, for the common name cn.
@@ -101,7 +102,22 @@ func tlsLockWorks(t *testing.T, opt rueidis.ClientOption, name string) {
 	if err != nil || len(info.Holders) != 1 {
 		t.Fatalf("Inspect: %+v, %v; want one holder", info, err)
 	}
-	time.Sleep(50 * time.Millisecond) // the waiter has queued
+	// The waiter has subscribed, on a connection of its Client's own that
+	// it dials first (over TLS, a handshake more), and queued.
+	raw, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	channel := wire.Fair(name).Channel
+	for n := int64(0); n < 1; time.Sleep(5 * time.Millisecond) {
+		counts, err := raw.Do(ctx, raw.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		if err != nil {
+			t.Fatalf("PUBSUB NUMSUB: %v", err)
+		}
+		n = counts[channel]
+	}
+	time.Sleep(50 * time.Millisecond)
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}

@@ -56,6 +56,10 @@ const connLinger = time.Second
 // takes no new group.
 const maxStale = 64
 
+// trackingOffTimeout bounds the CLIENT TRACKING OFF that a new connection
+// sends, on a Redis that does not answer.
+const trackingOffTimeout = 2 * time.Second
+
 // routeCheck is how often a connection under Sentinel checks that rueidis
 // still sends to the master it went to.
 const routeCheck = 200 * time.Millisecond
@@ -102,7 +106,7 @@ func (r *Registry) attach(ctx context.Context, rdb rueidis.Client, g *Group, slo
 	delete(c.stale, g.keys.Channel)
 	r.mu.Unlock()
 	if opener {
-		r.open(ctx, rdb, c)
+		r.open(rdb, c)
 	}
 	select {
 	case <-c.ready:
@@ -114,7 +118,7 @@ func (r *Registry) attach(ctx context.Context, rdb rueidis.Client, g *Group, slo
 }
 
 // open makes c's connection and closes c.ready.
-func (r *Registry) open(ctx context.Context, rdb rueidis.Client, c *subConn) {
+func (r *Registry) open(rdb rueidis.Client, c *subConn) {
 	sentinel := rdb.Mode() == rueidis.ClientModeSentinel
 	var at string
 	if sentinel {
@@ -131,7 +135,15 @@ func (r *Registry) open(ctx context.Context, rdb rueidis.Client, c *subConn) {
 	// answer does not matter either way: a connection that tracks but
 	// reads nothing gets no invalidation.
 	if r.cfg.Tracking != nil && r.cfg.Tracking() && rdb.Mode() != rueidis.ClientModeCluster {
-		_ = c.client.Do(ctx, c.client.B().ClientTracking().Off().Build()).Error()
+		// Not within the opening group's ctx: that group may end at once,
+		// and the connection serve others for long.
+		base := r.cfg.Halt
+		if base == nil {
+			base = context.Background()
+		}
+		octx, cancel := context.WithTimeout(base, trackingOffTimeout)
+		_ = c.client.Do(octx, c.client.B().ClientTracking().Off().Build()).Error()
+		cancel()
 	}
 	if sentinel {
 		r.watchers.Add(1)
