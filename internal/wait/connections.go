@@ -79,8 +79,7 @@ type subConn struct {
 	// joined closes when a group comes to it while it has none: a
 	// lingering group's goroutine (linger) then leaves it open.
 	joined chan struct{}
-	closed bool
-	gone   chan struct{} // closes with closed: its route watch ends
+	gone   chan struct{} // closes when it is closed: its route watch ends
 }
 
 // attach returns the connection that g's subscription goes on, opening
@@ -242,11 +241,12 @@ func (r *Registry) linger(c *subConn, joined chan struct{}) {
 // answer.
 func (r *Registry) closeConn(c *subConn) {
 	r.mu.Lock()
-	if c.closed {
+	select {
+	case <-c.gone:
 		r.mu.Unlock()
 		return
+	default:
 	}
-	c.closed = true
 	close(c.gone)
 	r.retireLocked(c)
 	delete(r.allConns, c)

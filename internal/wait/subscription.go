@@ -39,8 +39,8 @@ func (r *Registry) subscribe(ctx context.Context, g *Group) {
 	// the channel's slot: Redis ends it when the slot moves, and the
 	// subscription is made again on a new connection. Elsewhere the
 	// connections are shared by every channel.
-	first := subscribe()
-	slot := first.Slot()
+	cmd := subscribe()
+	slot := cmd.Slot()
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) { r.onSubscription(g, s) })
 	backoff := NewBackoff(MinRetryBackoff, MaxRetryBackoff)
 	for {
@@ -48,7 +48,8 @@ func (r *Registry) subscribe(ctx context.Context, g *Group) {
 		if c == nil {
 			return
 		}
-		err := c.client.Receive(hooked, subscribe(), func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
+		err := c.client.Receive(hooked, cmd, func(m rueidis.PubSubMessage) { r.onMessage(g, m.Message) })
+		cmd = subscribe() // a fresh one for the next turn (rueidis recycles a command once it ran)
 		if ctx.Err() != nil {
 			r.detach(g, c, false)
 			return
