@@ -116,6 +116,10 @@ type attemptResult struct {
 	// (a grant made on the owner's behalf); otherwise the lease asked for.
 	cover time.Duration
 	woken wait.Source
+	// unsure is set when a try of this attempt may have reached Redis
+	// unanswered (owner.unsure, for this attempt alone): a copy of it may
+	// have been applied, or be applied until its accept window ends.
+	unsure bool
 }
 
 // errNoAnswer is an attempt that got no answer within the retry window:
@@ -405,7 +409,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked b
 			return a.answered(got, reply, req)
 		}
 		if !unsent(err) && !definite(err) { // a definite error changed nothing
-			o.unsure = true
+			o.unsure, got.unsure = true, true
 		}
 		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
 			return got, tag(fmt.Sprintf("fairrw: acquire %q: %s", m.keys.name, reason(err)), err)

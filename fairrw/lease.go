@@ -446,12 +446,17 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 		next = l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
+	sent := time.Now()
+	st = o.written(l, sent) // what the release writes renews the owner's watchdog Leases
 	rc := l.m.newRelease(o, l.mode, st, last)
 	if next != nil {
 		rc.req.successor = next.o.id
 	}
 	res, err := l.m.send(ctx, deadline, rc, unreachableFails)
 	next.queuedBy(err)
+	if err == nil && res != releaseNotHeld {
+		o.confirmWritten(st, l, sent)
+	}
 	if err == nil && st.writes == 0 && len(st.reads) == 0 {
 		l.m.c.heldOwners().released(o) // Redis keeps nothing of the owner
 	}
@@ -685,8 +690,10 @@ func (l *Lease) further(ctx context.Context, mode Mode, opts []AcquireOption) (*
 			// it: no Lease stands for it, and Redis must keep no more of
 			// the owner than its Leases hold (see owner).
 			m.restate(o, mode, cfg.lease, time.Time{})
-		case o.unsure:
-			// Redis may have granted it, or may yet, until its accept window ends.
+		case got.unsure:
+			// Redis may have granted it, or may yet, until its accept
+			// window ends. (Only this attempt's copies can: an earlier
+			// further hold left unsure restated after its own.)
 			m.restate(o, mode, cfg.lease, got.sent.Add(m.c.acceptWindow()))
 		}
 		return nil, err

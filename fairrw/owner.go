@@ -32,7 +32,8 @@ import (
 // at once (RWMutex.restate), or Redis would keep that hold for its lease
 // after the Leases ended. Its lock (lock, unlock) serializes those changes, so a release
 // never races a further hold of the same owner; the watchdog only ever
-// extends (see renew.go). The lock is taken within a ctx: a release going
+// extends (see renew.go), and does not take the lock, so a release writes
+// each watchdog Lease as renewed by it (owner.written). The lock is taken within a ctx: a release going
 // on in the background (see Lease.Unlock) may hold it for a while.
 type owner struct {
 	m  *RWMutex
@@ -160,12 +161,57 @@ type ownerState struct {
 	wcover       time.Duration
 	reads        []time.Duration
 	renewedReads int
+	// renewed is set when a watchdog Lease counts a whole lease time: the
+	// state is what a release writes (owner.written), which renews them.
+	renewed bool
 }
 
 // alive returns what the owner holds alive besides except, as of now, and
 // drops the leases that ended. A lease whose deadline has passed no longer
 // counts, even if its timer has not fired yet. Call it with the lock held.
 func (o *owner) alive(except *Lease, now time.Time) ownerState {
+	return o.holding(except, now, 0)
+}
+
+// written is alive as a release sent from now writes it into Redis: a
+// watchdog Lease counts the lease time from now, so the release renews it
+// (and confirmWritten moves its Deadline once Redis answered). What it
+// knows of a watchdog Lease's deadline is not what Redis keeps: a renewal
+// round (which does not take the owner's lock) may have reached Redis
+// with its answer still on its way, or reach it after this state was read
+// and before the release (a copy sent again). Writing the Lease's deadline
+// would then set the hold back below the one the renewal confirms, and
+// Redis would free the lock while the Lease holds it. Renewing it instead
+// keeps Redis at least a lease past now, later than any renewal sent
+// before the release reached Redis. Call it with the lock held.
+func (o *owner) written(except *Lease, now time.Time) ownerState {
+	st := o.holding(except, now, o.m.c.settings().leaseTime)
+	if st.renewed {
+		// The release may reach Redis up to the accept window late, and
+		// keep the hold a lease from then (as a renewal: see renewer.round).
+		o.extendKeep(now.Add(o.m.c.acceptWindow() + o.m.c.settings().leaseTime + leaseMargin))
+	}
+	return st
+}
+
+// confirmWritten moves the deadline of o's watchdog Leases besides except
+// to sent plus the lease time, after Redis applied a release sent from
+// sent that wrote st (owner.written) for them. Call it with the lock held.
+func (o *owner) confirmWritten(st ownerState, except *Lease, sent time.Time) {
+	if !st.renewed {
+		return
+	}
+	deadline := sent.Add(o.m.c.settings().leaseTime)
+	for _, l := range o.leases {
+		if l != except && l.watchdog && !l.released {
+			l.confirm(deadline)
+		}
+	}
+}
+
+// holding is alive with every watchdog Lease counting at least renew as
+// its time left (0: as its deadline says).
+func (o *owner) holding(except *Lease, now time.Time, renew time.Duration) ownerState {
 	var st ownerState
 	kept := o.leases[:0]
 	for _, l := range o.leases {
@@ -176,6 +222,9 @@ func (o *owner) alive(except *Lease, now time.Time) ownerState {
 		kept = append(kept, l)
 		if l == except {
 			continue
+		}
+		if l.watchdog && renew > left {
+			left, st.renewed = renew, true
 		}
 		if l.mode == Write {
 			st.writes++

@@ -382,9 +382,13 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 // what it would take back has run out there.
 func (m *RWMutex) restate(o *owner, mode Mode, lease time.Duration, late time.Time) {
 	try := func(ctx context.Context) bool {
-		st := o.alive(nil, time.Now())
+		sent := time.Now()
+		st := o.written(nil, sent) // it renews the owner's watchdog Leases
 		empty := st.writes == 0 && len(st.reads) == 0
-		_, err := m.send(ctx, time.Time{}, m.newRelease(o, mode, st, o.unsure && empty), false)
+		res, err := m.send(ctx, time.Time{}, m.newRelease(o, mode, st, o.unsure && empty), false)
+		if err == nil && res != releaseNotHeld {
+			o.confirmWritten(st, nil, sent)
+		}
 		if err == nil && empty {
 			o.unshared = true // no read shares its hold any more
 			m.c.heldOwners().released(o)

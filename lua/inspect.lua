@@ -21,12 +21,31 @@
 -- each of KEYS[8..], in order. Entries whose deadline passed are returned
 -- as they are: the caller drops them, as every policy treats them as gone.
 --
--- Invariant: only reads (TIME, TYPE, PTTL, HGETALL, ZRANGE, GET), so
+-- Invariant: only reads (TIME, TYPE, PTTL or PEXPIRETIME, HGETALL, ZRANGE,
+-- GET), so
 -- inspecting a lock never changes whether, how long or by whom it is held,
 -- nor its queue; one script, so holders, waiters and the clock are one
 -- instant's.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- pttl is PTTL of k as of now. Redis 7.0 counts a PTTL inside a script
+-- from the moment it runs, not from the script's start or from now, so a
+-- script held up between TIME and PTTL (a busy machine) would understate
+-- every deadline; the absolute expiry (PEXPIRETIME, Redis 7+) minus now
+-- is the remaining time as of the clock this script returns. A user whose
+-- ACL predates PEXPIRETIME (docs/acl.md) still inspects, with PTTL.
+local absolute = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+local function pttl(k)
+  if not (absolute and redis.acl_check_cmd('pexpiretime', k)) then
+    return redis.call('pttl', k)
+  end
+  local at = redis.call('pexpiretime', k)
+  if at < 0 then
+    return at -- -1: no expiry, -2: no key
+  end
+  return math.max(at - now, 0)
+end
 
 local function kind(k)
   return redis.call('type', k).ok
@@ -36,7 +55,7 @@ end
 local function hash(k, withttl)
   local out = {kind(k)}
   if withttl then
-    out[2] = tostring(redis.call('pttl', k)) -- every element a string
+    out[2] = tostring(pttl(k)) -- every element a string
   end
   if out[1] == 'hash' then
     for _, v in ipairs(redis.call('hgetall', k)) do
@@ -63,6 +82,6 @@ if f[1] == 'string' then
 end
 local leases = {}
 for i = 8, #KEYS do
-  leases[#leases + 1] = redis.call('pttl', KEYS[i])
+  leases[#leases + 1] = pttl(KEYS[i])
 end
 return {now, hash(KEYS[1], true), hash(KEYS[2], false), zset(KEYS[3]), zset(KEYS[4]), zset(KEYS[5]), zset(KEYS[6]), f, leases}

@@ -414,3 +414,48 @@ func TestInspectCluster(t *testing.T) {
 		_ = l.Unlock(ctx)
 	}
 }
+
+// TestInspectRemainingIsAsOfItsTime: a holder's Remaining counts from the
+// Time the same snapshot returns, so Time + Remaining is the instant Redis
+// expires the hold, to the millisecond (PEXPIRETIME), on every key kind
+// that carries a hold's TTL: Redisson's write hash, the Mutex's hash, and
+// the lease key of a Redisson read. (Redis 7.0 counts a PTTL in a script
+// from when it runs, so a script held up on a busy machine once
+// understated every Remaining by the hold-up.)
+func TestInspectRemainingIsAsOfItsTime(t *testing.T) {
+	r := redistest.Start(t)
+	raw := r.Client(t, itest.NoCache)
+	ctx := itest.TestCtx(t)
+	c := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(fairrw.Redisson()))
+	expiry := func(key string) time.Time {
+		t.Helper()
+		ms, err := raw.Do(ctx, raw.B().Arbitrary("PEXPIRETIME").Keys(key).Build()).AsInt64()
+		if err != nil || ms <= 0 {
+			t.Fatalf("PEXPIRETIME %s = %d, %v", key, ms, err)
+		}
+		return time.UnixMilli(ms)
+	}
+	check := func(name, key string, l *fairrw.Lease) {
+		t.Helper()
+		info := itest.Inspect(t, c, name)
+		want := expiry(key)
+		for _, h := range info.Holders {
+			if h.Owner == l.Owner() {
+				if got := info.Time.Add(h.Remaining); !got.Equal(want) {
+					t.Fatalf("%s: Time + Remaining = %v, Redis expires the hold at %v", name, got, want)
+				}
+				return
+			}
+		}
+		t.Fatalf("%s: no holder %s in %+v", name, l.Owner(), info.Holders)
+	}
+	w := itest.MustLease(t)(c.RWMutex("inspect:asof:write").Lock(ctx))
+	check("inspect:asof:write", "inspect:asof:write", w)
+	m := itest.MustLease(t)(c.Mutex("inspect:asof:mutex").Lock(ctx))
+	check("inspect:asof:mutex", "inspect:asof:mutex", m)
+	rd := itest.MustLease(t)(c.RWMutex("inspect:asof:read").RLock(ctx, fairrw.WithLease(7*time.Second)))
+	check("inspect:asof:read", "{inspect:asof:read}:"+rd.Owner()+":rwlock_timeout:1", rd)
+	for _, l := range []*fairrw.Lease{w, m, rd} {
+		itest.MustUnlock(t, l)
+	}
+}
