@@ -70,6 +70,9 @@ func (c *Client) connect(opt, probe rueidis.ClientOption, publish publishCommand
 		c.mu.Lock()
 		last := c.conn.lastErr
 		c.mu.Unlock()
+		if last == nil { // the first try is still under way (a frozen server, a loaded machine)
+			last = fmt.Errorf("no connection within %v", min(newWait, c.conf.connectTimeout))
+		}
 		c.tel.log.Warn("fairrw: Redis unavailable at New; connecting in the background", "addr", c.conn.addr, "error", last)
 		return nil
 	}

@@ -529,8 +529,9 @@ func TestTelemetryCohortPasses(t *testing.T) {
 	}
 }
 
-// traceLogs is a slog.Handler keeping every record with the span of the
-// ctx it was logged with, as a handler that adds trace ids would read it.
+// traceLogs is a slog.Handler keeping every record but New's slow-connect
+// warning (slowNew) with the span of the ctx it was logged with, as a
+// handler that adds trace ids would read it.
 type traceLogs struct {
 	mu   sync.Mutex
 	recs []tracedRecord
@@ -546,6 +547,9 @@ type tracedRecord struct {
 func (h *traceLogs) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *traceLogs) Handle(ctx context.Context, r slog.Record) error {
+	if slowNew(r.Message) { // the machine's load, not a lock event
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.recs = append(h.recs, tracedRecord{level: r.Level, msg: r.Message, attrs: recordAttrs(r), span: trace.SpanContextFromContext(ctx)})
