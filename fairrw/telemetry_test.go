@@ -1270,7 +1270,9 @@ func TestTelemetryFurtherHolds(t *testing.T) {
 func TestTelemetryRedisSpansOff(t *testing.T) {
 	parallelTimed(t)
 	e := newOtelEnv(t)
-	c := e.client(t, fairrw.WriterPreferring(), fairrw.WithRedisSpans(false), fairrw.WithLeaseTime(300*time.Millisecond))
+	// A lease of 3 s is renewed after 1 s: a loaded machine that stalls
+	// the watchdog for 300 ms does not lose it (a 300 ms lease was lost so).
+	c := e.client(t, fairrw.WriterPreferring(), fairrw.WithRedisSpans(false), fairrw.WithLeaseTime(3*time.Second))
 	ctx, request := e.appSpan("request")
 	l, err := c.RWMutex("quiet").Lock(ctx)
 	if err != nil {

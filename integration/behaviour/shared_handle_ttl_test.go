@@ -197,12 +197,17 @@ func TestNoKeyWithoutTTL(t *testing.T) {
 	raw := itest.FRaw(t, r)
 	const names, workers = 1000, 16
 	const short = 300 * time.Millisecond
+	// An Unlock that Redis does not answer within the unlock timeout fails
+	// (its release goes on in the background): 2 s, so that a loaded
+	// machine's slow answers (16 workers, two suites side by side: 300 ms
+	// was not enough) do not end the test before its check.
+	const unlockTimeout = 2 * time.Second
 	for _, tg := range itest.FAllTargets() {
 		t.Run(tg.String(), func(t *testing.T) {
 			if err := raw.Do(itest.TestCtx(t), raw.B().Flushall().Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
-			c := itest.FClient(t, r, tg, fairrw.WithUnlockTimeout(300*time.Millisecond), fairrw.WithLeaseTime(time.Second))
+			c := itest.FClient(t, r, tg, fairrw.WithUnlockTimeout(unlockTimeout), fairrw.WithLeaseTime(time.Second))
 			next := make(chan int)
 			errs := make(chan error, workers)
 			var wg sync.WaitGroup
@@ -229,7 +234,7 @@ func TestNoKeyWithoutTTL(t *testing.T) {
 			}
 			// Every hold has ended or will within short; latches live at most
 			// the unlock timeout.
-			deadline := time.Now().Add(short + 2*time.Second)
+			deadline := time.Now().Add(short + unlockTimeout + 2*time.Second)
 			for {
 				keys := itest.FKeys(t, raw, "")
 				if len(keys) == 0 {

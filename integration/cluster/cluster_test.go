@@ -93,28 +93,48 @@ func TestClusterMutex(t *testing.T) {
 }
 
 // TestCluster: locks whose names spread over every shard, with and without
-// hash tags, are taken, waited for, renewed and released on the cluster with
-// no CROSSSLOT error, publishing with SPUBLISH as Java does; waiters in
-// another Client are woken by the release, not by the PTTL timer.
+// hash tags, are taken, renewed and released on the cluster with no
+// CROSSSLOT error, publishing with SPUBLISH as Java does; waiters in
+// another Client are woken by the release, not by the PTTL timer. The
+// holds that the waiters wait on have the default lease (30 s), so their
+// timers are far off when the release comes: with a short lease a loaded
+// machine lets a timer fire between a release and its message, and the
+// check would say nothing of the subscriptions. The renewals run on short
+// leases before.
 func TestCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
 	const lease = 900 * time.Millisecond
-	c1, c2 := itest.NewClusterClient(t, c, itest.Transports[0], fairrw.WithLeaseTime(lease)), itest.NewClusterClient(t, c, itest.Transports[0])
+	c1 := itest.NewClusterClient(t, c, itest.Transports[0], fairrw.WithLeaseTime(lease))
+	c2, c3 := itest.NewClusterClient(t, c, itest.Transports[0]), itest.NewClusterClient(t, c, itest.Transports[0])
 
 	names := itest.ClusterNames(20)
+	mode := func(i int) fairrw.Mode {
+		if i%2 == 0 {
+			return fairrw.Read
+		}
+		return fairrw.Write
+	}
 	var leases []*fairrw.Lease
 	for i, n := range names {
-		mode := fairrw.Write
-		if i%2 == 0 {
-			mode = fairrw.Read
+		leases = append(leases, itest.MustLock(t, c1.RWMutex(n), mode(i)))
+	}
+	time.Sleep(3 * lease) // the watchdog renews every shard's batch meanwhile
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Fatalf("%s lost on the cluster: %v", hidden.Name(l), err)
 		}
-		leases = append(leases, itest.MustLock(t, c1.RWMutex(n), mode))
+		itest.MustUnlock(t, l)
+	}
+
+	leases = leases[:0]
+	for i, n := range names {
+		leases = append(leases, itest.MustLock(t, c3.RWMutex(n), mode(i)))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second) // within the holds' lease: a missed release fails
 			defer cancel()
 			l, err := c2.RWMutex(n).Lock(ctx)
 			if err == nil {
@@ -128,11 +148,8 @@ func TestCluster(t *testing.T) {
 			errs <- err
 		})
 	}
-	time.Sleep(3 * lease) // the watchdog renews every shard's batch meanwhile
+	time.Sleep(time.Second) // the waiters subscribe
 	for _, l := range leases {
-		if err := l.Err(); err != nil {
-			t.Fatalf("%s lost on the cluster: %v", hidden.Name(l), err)
-		}
 		itest.MustUnlock(t, l)
 	}
 	wg.Wait()
