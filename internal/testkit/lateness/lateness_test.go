@@ -1,6 +1,8 @@
 package lateness
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,5 +32,31 @@ func TestWorstStall(t *testing.T) {
 		if got := l.WorstStall(at(tc.from), at(tc.to), tc.redis); got != tc.want {
 			t.Errorf("WorstStall([%dms, %dms], redis %v) = %v, want %v", tc.from, tc.to, tc.redis, got, tc.want)
 		}
+	}
+}
+
+// judgedTB records a control's verdict.
+type judgedTB struct {
+	testing.TB
+	errs []string
+}
+
+func (j *judgedTB) Errorf(format string, args ...any) { j.errs = append(j.errs, fmt.Sprintf(format, args...)) }
+
+// TestWithinWaits: a bound of a call that waits on timers one after
+// another is its allowance plus that many times the control's worst
+// lateness; Within counts one. (A control with no sampler running: its
+// worst lateness is the one set here, whatever the machine does.)
+func TestWithinWaits(t *testing.T) {
+	l := &Control{stop: make(chan struct{}), done: make(chan struct{}), samples: 1, worst: time.Second}
+	close(l.done)
+	l.WithinWaits("two waits, within", 2900*time.Millisecond, time.Second, 2)
+	l.WithinWaits("two waits, past", 3100*time.Millisecond, time.Second, 2)
+	l.Within("one wait, past", 2100*time.Millisecond, time.Second)
+	l.Within("one wait, within", 1900*time.Millisecond, time.Second)
+	j := &judgedTB{TB: t}
+	l.judge(j)
+	if len(j.errs) != 2 || !strings.HasPrefix(j.errs[0], "two waits, past:") || !strings.HasPrefix(j.errs[1], "one wait, past:") {
+		t.Fatalf("verdict %q, want the two checks past their bound", j.errs)
 	}
 }
