@@ -41,7 +41,9 @@ type judgedTB struct {
 	errs []string
 }
 
-func (j *judgedTB) Errorf(format string, args ...any) { j.errs = append(j.errs, fmt.Sprintf(format, args...)) }
+func (j *judgedTB) Errorf(format string, args ...any) {
+	j.errs = append(j.errs, fmt.Sprintf(format, args...))
+}
 
 // TestWithinWaits: a bound of a call that waits on timers one after
 // another is its allowance plus that many times the control's worst
