@@ -27,9 +27,9 @@ var (
 )
 
 // costDrain bounds the wait of a contended request still waiting when its
-// window ends. The others stop asking then, so it is granted at the next
-// release; only a lost wake-up (rueidislock) waits out the drain, and is
-// counted as a timeout.
+// window ends, at least (drainAfter). The others stop asking then, so it is
+// granted at the next release; only a lost wake-up (rueidislock) waits out
+// the drain, and is counted as a timeout.
 const costDrain = time.Second
 
 // costWindow is the length of each of the scenario's measurements: half
@@ -63,8 +63,8 @@ type cycleCost struct {
 	// denominator of the per-cycle figures, which are counted over the
 	// whole loop too.
 	Cycles int `json:"cycles"`
-	// Timeouts counts the requests still waiting costDrain after the
-	// window (lost wake-ups).
+	// Timeouts counts the requests still waiting the drain (drainAfter)
+	// after the window (lost wake-ups).
 	Timeouts int `json:"timeouts,omitempty"`
 	// CyclesPerS is Cycles per second from the loop's start to the end of
 	// its last cycle.
@@ -162,12 +162,23 @@ func measureMutexes(ctx context.Context, r *redisEnv, mus []contender.Mutex, cla
 		// on the context it was acquired with.
 		return h.Unlock(ctx)
 	}
+	warm := time.Now()
 	for g := range mus {
 		if err := warmUpCycle(ctx, func(ctx context.Context) error { return cycle(ctx, g) }); err != nil {
 			return nil, fmt.Errorf("warm-up of %s: %w", mus[g].Owner(), err)
 		}
 	}
-	return measureCycles(ctx, r, len(mus), window, cycle)
+	return measureCycles(ctx, r, len(mus), window, drainAfter(time.Since(warm)), cycle)
+}
+
+// drainAfter is how long a measurement waits for the cycles still under
+// way when its window ends: costDrain, or twice the warm-up, one cycle
+// per worker one after another, if that took longer. The warm-up is what
+// a round of every worker's cycle takes on this machine now (on a loaded
+// one, miniredis's scripts under the race detector: 64 workers' cycles
+// outlasted a second, and the window ended with none finished).
+func drainAfter(warmUp time.Duration) time.Duration {
+	return max(costDrain, 2*warmUp)
 }
 
 // warmUpBound bounds one warm-up cycle, and warmUpTries is how many are
@@ -221,12 +232,13 @@ func runBaselineCost(ctx context.Context, r *redisEnv, s scenario, p *bare.Pair,
 		keys[g] = p.Keys(fmt.Sprintf("%s:%d", name, g))
 	}
 	cycle := func(actx context.Context, g int) error { return p.Cycle(actx, clients[g%len(clients)], keys[g]) }
+	warm := time.Now()
 	for g := range keys {
 		if err := warmUpCycle(ctx, func(ctx context.Context) error { return cycle(ctx, g) }); err != nil {
 			return result{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	cc, err := measureCycles(ctx, r, len(keys), window, cycle)
+	cc, err := measureCycles(ctx, r, len(keys), window, drainAfter(time.Since(warm)), cycle)
 	if err != nil {
 		return result{}, err
 	}
@@ -238,9 +250,9 @@ func runBaselineCost(ctx context.Context, r *redisEnv, s scenario, p *bare.Pair,
 // measureCycles runs cycle in a loop on workers goroutines (worker g calls
 // cycle(actx, g)) until window has passed, each finishing the cycle it is
 // in, and returns what the loop cost Redis and this process. A cycle
-// still waiting costDrain after the window (actx then ends) counts as a
+// still waiting drain after the window (actx then ends) counts as a
 // timeout; any other error fails the measurement.
-func measureCycles(ctx context.Context, r *redisEnv, workers int, window time.Duration,
+func measureCycles(ctx context.Context, r *redisEnv, workers int, window, drain time.Duration,
 	cycle func(actx context.Context, g int) error) (*cycleCost, error) {
 	var (
 		cycles, timeouts atomic.Int64
@@ -253,7 +265,7 @@ func measureCycles(ctx context.Context, r *redisEnv, workers int, window time.Du
 	client := processCPU()
 	start := time.Now()
 	end := start.Add(window)
-	actx, cancel := context.WithDeadline(ctx, end.Add(costDrain))
+	actx, cancel := context.WithDeadline(ctx, end.Add(drain))
 	defer cancel()
 	for g := range workers {
 		wg.Go(func() {
@@ -265,7 +277,7 @@ func measureCycles(ctx context.Context, r *redisEnv, workers int, window time.Du
 					for at, cur := int64(time.Since(start)), last.Load(); at > cur && !last.CompareAndSwap(cur, at); cur = last.Load() {
 					}
 					continue
-				case ctx.Err() == nil && !time.Now().Before(end.Add(costDrain)):
+				case ctx.Err() == nil && !time.Now().Before(end.Add(drain)):
 					timeouts.Add(1)
 				case !failed.Swap(true): // the first failure: the others' follow from its cancel
 					errs[g] = err
@@ -286,7 +298,7 @@ func measureCycles(ctx context.Context, r *redisEnv, workers int, window time.Du
 	}
 	n := cycles.Load()
 	if n == 0 {
-		return nil, fmt.Errorf("no cycle ended within %v and %v more", window, costDrain)
+		return nil, fmt.Errorf("no cycle ended within %v and %v more", window, drain)
 	}
 	cc := &cycleCost{Workers: workers, Cycles: int(n), Timeouts: int(timeouts.Load()),
 		CyclesPerS: float64(n) / time.Duration(last.Load()).Seconds()}

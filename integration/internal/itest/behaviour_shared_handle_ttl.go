@@ -131,12 +131,27 @@ func FFurther(t *testing.T, o FOwner, l *fairrw.Lease, mode fairrw.Mode, opts ..
 	return FMust(t, fmt.Sprintf("further %s from the owner's %s Lease of %q", mode, hidden.Mode(l), hidden.Name(l)), got, err)
 }
 
-// fUnlock unlocks l and fails t (naming the finding) unless Unlock returns nil.
+// FUnlock unlocks l and fails t (naming the finding) unless Unlock returns
+// nil, or l's Deadline had passed by the time it returned: the tests unlock
+// a Lease shortly before its Deadline (after checking that it excludes
+// others until then), and a loaded machine can hold the Unlock up past it
+// (two suites side by side stalled goroutines for seconds), when the Lease
+// rightly reports itself lost. An Unlock that fails with time left is the
+// library's.
 func FUnlock(t *testing.T, finding string, l *fairrw.Lease) {
 	t.Helper()
-	if err := l.Unlock(TestCtx(t)); err != nil {
-		t.Fatalf("%s: Unlock of a live %s Lease of %q: %v", finding, hidden.Mode(l), hidden.Name(l), err)
+	err := l.Unlock(TestCtx(t))
+	if err == nil {
+		return
 	}
+	// A watchdog Lease that the renewals did not confirm ("not confirmed
+	// before its deadline") is the library's too, whenever it ends.
+	ranOut := (errors.Is(err, fairrw.ErrLeaseLost) || errors.Is(err, fairrw.ErrNotHeld)) && !strings.Contains(err.Error(), "not confirmed")
+	if late := time.Since(l.Deadline()); late >= 0 && ranOut {
+		t.Logf("%s: the Unlock of the %s Lease of %q returned %v past its Deadline: %v", finding, hidden.Mode(l), hidden.Name(l), late.Round(time.Millisecond), err)
+		return
+	}
+	t.Fatalf("%s: Unlock of a live %s Lease of %q: %v", finding, hidden.Mode(l), hidden.Name(l), err)
 }
 
 // fAwaitDone waits for l to end (its own lease running out), at most within.

@@ -48,12 +48,47 @@ func runScenarios(t *testing.T, env Env, scenarios []scenario) {
 	}
 }
 
-// queueUp starts an acquire and waits until it is blocked (queued).
-func queueUp(t *testing.T, c context.Context, m *fairrw.RWMutex, mode fairrw.Mode) <-chan result {
+// queueUp starts an acquire and waits until it is blocked, and queued in
+// Redis where the policy records its waiters (Inspect): a writer of the
+// fair policies, a reader under PhaseFair. The checks after it (a reader
+// turned away by a waiting writer) need its entry: 100 ms of waiting did
+// not give a loaded machine time to write it. Where nothing is recorded
+// (the Redisson policy), being blocked for 100 ms is all there is to see.
+func queueUp(t *testing.T, env Env, c context.Context, m *fairrw.RWMutex, mode fairrw.Mode) <-chan result {
 	t.Helper()
+	policy := fairrw.WriterPreferring().String() // the default
+	if env.Policy != nil {
+		policy = env.Policy.String()
+	}
+	records := policy != fairrw.Redisson().String() && (mode == fairrw.Write || policy == fairrw.PhaseFair().String())
+	var inspector *fairrw.Client
+	before := 0
+	if records {
+		inspector = env.client(t)
+		before = waiters(t, inspector, hidden.Name(m), mode)
+	}
 	ch := acquireAsync(c, m, mode)
 	blocked(t, ch)
+	for deadline := time.Now().Add(10 * time.Second); records && waiters(t, inspector, hidden.Name(m), mode) <= before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a %s on %q not queued in Redis after 10s", mode, hidden.Name(m))
+		}
+		blocked(t, ch)
+	}
 	return ch
+}
+
+// waiters returns how many waiters of mode Inspect finds on name.
+func waiters(t *testing.T, c *fairrw.Client, name string, mode fairrw.Mode) int {
+	t.Helper()
+	info, err := c.Inspect(ctx(t), name)
+	if err != nil {
+		t.Fatalf("Inspect %q: %v", name, err)
+	}
+	if mode == fairrw.Write {
+		return len(info.WaitingWriters)
+	}
+	return len(info.WaitingReaders)
 }
 
 // ReentrantReadWhileWriterWaits is the reentrancy deadlock of the wait_write
@@ -64,7 +99,7 @@ func ReentrantReadWhileWriterWaits(t *testing.T, env Env) {
 	c := env.client(t)
 	a := c.RWMutex(name(t))
 	r1 := lock(t, a, fairrw.Read)
-	w := queueUp(t, ctx(t), c.RWMutex(name(t)), fairrw.Write)
+	w := queueUp(t, env, ctx(t), c.RWMutex(name(t)), fairrw.Write)
 	r2 := hold(t, r1, fairrw.Read)
 	refused(t, a, fairrw.Read)
 	unlock(t, r1)
@@ -79,7 +114,7 @@ func ReentrantReadWhileWriterWaits(t *testing.T, env Env) {
 func WaitingWriterTurnsReadersAway(t *testing.T, env Env) {
 	c1, c2 := env.client(t), env.client(t)
 	r := lock(t, c1.RWMutex(name(t)), fairrw.Read)
-	w := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
+	w := queueUp(t, env, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
 	refused(t, c1.RWMutex(name(t)), fairrw.Read)
 	refused(t, c2.RWMutex(name(t)), fairrw.Read)
 	unlock(t, r)
@@ -96,7 +131,7 @@ func WritersFIFO(t *testing.T, env Env) {
 	held := lock(t, clients[0].RWMutex(name(t)), fairrw.Write)
 	var queue []<-chan result
 	for i := range 3 {
-		queue = append(queue, queueUp(t, ctx(t), clients[(i+1)%3].RWMutex(name(t)), fairrw.Write))
+		queue = append(queue, queueUp(t, env, ctx(t), clients[(i+1)%3].RWMutex(name(t)), fairrw.Write))
 	}
 	unlock(t, held)
 	for i, ch := range queue {
@@ -121,7 +156,7 @@ func CancelledWriterLeavesQueue(t *testing.T, env Env) {
 	c := env.client(t)
 	r := lock(t, c.RWMutex(name(t)), fairrw.Read)
 	cctx, cancel := context.WithCancel(context.Background())
-	w := queueUp(t, cctx, c.RWMutex(name(t)), fairrw.Write)
+	w := queueUp(t, env, cctx, c.RWMutex(name(t)), fairrw.Write)
 	refused(t, c.RWMutex(name(t)), fairrw.Read)
 	var res result
 	// Beside the cancellation, a bare script of the give-back's size on
@@ -172,8 +207,8 @@ func ReadersReturnWhenWriterLeaves(t *testing.T, env Env) {
 	c := env.client(t, fairrw.WithLeaseTime(time.Minute)) // a retry bound of 20s would fail the test
 	r := lock(t, c.RWMutex(name(t)), fairrw.Read)
 	cctx, cancel := context.WithCancel(context.Background())
-	w := queueUp(t, cctx, c.RWMutex(name(t)), fairrw.Write)
-	turnedAway := queueUp(t, ctx(t), c.RWMutex(name(t)), fairrw.Read)
+	w := queueUp(t, env, cctx, c.RWMutex(name(t)), fairrw.Write)
+	turnedAway := queueUp(t, env, ctx(t), c.RWMutex(name(t)), fairrw.Read)
 	cancel()
 	<-w
 	select {
@@ -195,14 +230,14 @@ func ReadersReturnWhenWriterLeaves(t *testing.T, env Env) {
 func ReadersEnterBetweenWriters(t *testing.T, env Env) {
 	c1, c2 := env.client(t), env.client(t)
 	held := lock(t, c1.RWMutex(name(t)), fairrw.Write)
-	w2 := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
-	r1 := queueUp(t, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
-	r2 := queueUp(t, ctx(t), c2.RWMutex(name(t)), fairrw.Read)
+	w2 := queueUp(t, env, ctx(t), c2.RWMutex(name(t)), fairrw.Write)
+	r1 := queueUp(t, env, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
+	r2 := queueUp(t, env, ctx(t), c2.RWMutex(name(t)), fairrw.Read)
 	unlock(t, held)
 	l1, l2 := receive(t, r1), receive(t, r2)
 	blocked(t, w2)
 	// A reader arriving now (a writer waits) waits for the next write.
-	r3 := queueUp(t, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
+	r3 := queueUp(t, env, ctx(t), c1.RWMutex(name(t)), fairrw.Read)
 	unlock(t, l1)
 	blocked(t, w2)
 	unlock(t, l2)

@@ -43,9 +43,9 @@ func ShutdownReleasesEveryHold(t *testing.T, env Env) {
 	}
 	leases = append(leases, again)
 	waiters := []<-chan result{
-		queueUp(t, ctx(t), other.RWMutex(n), fairrw.Write),
-		queueUp(t, ctx(t), other.RWMutex(n+":r"), fairrw.Write),
-		queueUp(t, ctx(t), other.RWMutex(n+":x"), fairrw.Read),
+		queueUp(t, env, ctx(t), other.RWMutex(n), fairrw.Write),
+		queueUp(t, env, ctx(t), other.RWMutex(n+":r"), fairrw.Write),
+		queueUp(t, env, ctx(t), other.RWMutex(n+":x"), fairrw.Read),
 		mutexAsync(ctx(t), other.Mutex(n+":m")),
 	}
 	start := time.Now()
@@ -90,8 +90,8 @@ func ShutdownFailsItsWaiters(t *testing.T, env Env) {
 	held := lock(t, holder.RWMutex(n), fairrw.Write)
 	heldMutex := lockMutex(t, holder.Mutex(n+":m"))
 	waiters := []<-chan result{
-		queueUp(t, ctx(t), c.RWMutex(n), fairrw.Write),
-		queueUp(t, ctx(t), c.RWMutex(n), fairrw.Read),
+		queueUp(t, env, ctx(t), c.RWMutex(n), fairrw.Write),
+		queueUp(t, env, ctx(t), c.RWMutex(n), fairrw.Read),
 		mutexAsync(ctx(t), c.Mutex(n+":m")),
 	}
 	own := lock(t, c.RWMutex(n+":own"), fairrw.Write)
