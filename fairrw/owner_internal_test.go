@@ -2,6 +2,7 @@ package fairrw
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -115,5 +116,121 @@ func TestReleaseBesideARenewalKeepsTheRenewedHold(t *testing.T) {
 				t.Fatalf("no %s holder %s in %+v", k.mode, wd.Owner(), info.Holders)
 			})
 		}
+	}
+}
+
+// TestRedisKeepsEveryLiveLeaseUnderChurn: one owner holds a watchdog
+// Lease renewed every 100 ms while, on the same owner, further holds of
+// both modes (explicit leases of 50-500 ms, or the watchdog's) are taken
+// and released in random order, so that releases writing the owner's state
+// back race renewal rounds all the time. After every change, Redis keeps
+// each of the owner's live Leases at least until its Deadline (read before
+// the look) and the lease margin: no write-back sets a renewed hold back,
+// and none confirms a renewal that Redis did not get. Every policy and
+// the Mutex, on a redis-server.
+func TestRedisKeepsEveryLiveLeaseUnderChurn(t *testing.T) {
+	opt := redistest.Start(t).ClientOption()
+	ctx := context.Background()
+	type kind struct {
+		name   string
+		policy Policy
+		mutex  bool
+	}
+	kinds := []kind{{"mutex", Redisson(), true}}
+	for _, p := range []Policy{Redisson(), WriterPreferring(), PhaseFair()} {
+		kinds = append(kinds, kind{p.String(), p, false})
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			c, err := New(WithClientOption(opt), WithPolicy(k.policy), WithLeaseTime(300*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(7, uint64(len(k.name))))
+			name := "churn:" + k.name
+			lock := func() *Lease {
+				var l *Lease
+				var err error
+				if k.mutex {
+					l, err = c.Mutex(name).Lock(ctx)
+				} else {
+					l, err = c.RWMutex(name).Lock(ctx)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			// check fails t if Redis keeps less of a live Lease than its
+			// Deadline and the margin, as Inspect sees it.
+			check := func(step int, what string, leases []*Lease) {
+				t.Helper()
+				deadlines := map[Mode]time.Time{}
+				for _, l := range leases {
+					if l.Err() == nil && !l.Deadline().Before(deadlines[l.mode]) {
+						deadlines[l.mode] = l.Deadline()
+					}
+				}
+				info, err := c.Inspect(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for mode, dl := range deadlines {
+					if time.Until(dl) <= 0 {
+						continue // ran out meanwhile: nothing to keep
+					}
+					found := false
+					for _, h := range info.Holders {
+						if h.Owner != leases[0].Owner() || h.Mode != mode {
+							continue
+						}
+						found = true
+						if short := dl.Add(leaseMargin - time.Millisecond).Sub(info.Time.Add(h.Remaining)); short > 0 {
+							t.Fatalf("step %d, after %s: Redis keeps the owner's %s %v short of its live Lease's Deadline + LeaseMargin", step, what, mode, short)
+						}
+					}
+					if !found && time.Until(dl) > 20*time.Millisecond {
+						t.Fatalf("step %d, after %s: Redis keeps no %s of the owner, whose Lease has %v left; holders %+v", step, what, mode, time.Until(dl), info.Holders)
+					}
+				}
+			}
+			w := lock()
+			live := []*Lease{w}
+			for step := 0; step < 150; step++ {
+				if w.Err() != nil { // a loaded machine lost the watchdog: start again
+					for _, l := range live {
+						_ = l.Unlock(ctx)
+					}
+					w = lock()
+					live = []*Lease{w}
+				}
+				if len(live) < 4 && rng.IntN(2) == 0 {
+					mode := Write
+					if !k.mutex && rng.IntN(2) == 0 {
+						mode = Read
+					}
+					var opts []AcquireOption
+					if rng.IntN(3) != 0 {
+						opts = append(opts, WithLease(time.Duration(50+rng.IntN(450))*time.Millisecond))
+					}
+					f, err := w.further(ctx, mode, opts)
+					if err != nil {
+						continue // ended meanwhile
+					}
+					live = append(live, f)
+					check(step, "a further "+mode.String(), live)
+				} else if len(live) > 1 {
+					i := 1 + rng.IntN(len(live)-1)
+					_ = live[i].Unlock(ctx)
+					live = append(live[:i], live[i+1:]...)
+					check(step, "a release", live)
+				}
+				time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+			}
+			for _, l := range live {
+				_ = l.Unlock(ctx)
+			}
+		})
 	}
 }
