@@ -2,10 +2,13 @@ package fairrw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/internal/script"
 	"github.com/fairrw/rwlock/internal/wait"
@@ -29,6 +32,7 @@ type renewer struct {
 	ctx    context.Context // ends with close: a round in flight is abandoned
 	stop   context.CancelFunc
 	done   chan struct{}
+	late   sync.WaitGroup // rounds whose answers come after their interval
 }
 
 func newRenewer(c *Client) *renewer {
@@ -106,18 +110,72 @@ func (r *renewer) round() error {
 	}
 	calls, batches := r.batches(holds)
 	// A round is one DoMulti, which returns only when every call has its
-	// answer: on a cluster with a shard down, the calls to that shard retry
-	// until the context ends, holding back the answers of the healthy
-	// shards. So a round ends after one renew interval, and the next starts
-	// at once: the healthy shards' leases are confirmed every interval
-	// (sent + lease, well before their deadline), the dead shard's are lost
-	// at theirs. A round abandoned this way costs nothing on Redis: the
-	// calls that ran renewed, and their late answers are dropped.
-	// A timer, not a deadline, so that Close ends a round under way (see
+	// answer. The round waits one renew interval for it, then reports
+	// the calls unanswered, and the next round starts on time. The calls
+	// go on: on one server (or Sentinel's primary), until the leases'
+	// own length has passed, so that a slow Redis's late answers still
+	// confirm (as sent + lease, whenever they come: a lease never
+	// outlasts what Redis was asked to keep). On a cluster with a shard
+	// down, the calls to that shard retry until the context ends,
+	// holding back the answers of the healthy shards: there a round's
+	// calls end with its interval, so that the healthy shards' leases
+	// are confirmed every interval and the dead shard's are lost at their
+	// deadline. A call given up costs nothing on Redis: one that ran
+	// renewed, and its answer is dropped.
+	// Timers, not deadlines, so that Close ends a round under way (see
 	// withTimer).
-	ctx, cancel := withTimer(r.ctx, r.c.settings().renewInterval)
-	defer cancel()
-	results := script.Batch(ctx, r.c.redis(), calls)
+	bound := r.c.settings().leaseTime
+	if r.c.onCluster() {
+		bound = r.c.settings().renewInterval
+	}
+	callCtx, cancelCalls := withTimer(r.ctx, bound)
+	answered := make(chan []rueidis.RedisResult, 1)
+	r.late.Add(1)
+	go func() {
+		defer r.late.Done()
+		defer cancelCalls()
+		answered <- script.Batch(callCtx, r.c.redis(), calls)
+	}()
+	wait := time.NewTimer(r.c.settings().renewInterval)
+	defer wait.Stop()
+	select {
+	case results := <-answered:
+		return r.settle(callCtx, sent, batches, results, true)
+	case <-r.ctx.Done():
+		return r.ctx.Err() // Close abandoned the round: no failure of Redis's
+	case <-wait.C:
+	}
+	// No answer within the interval: the round is reported failed now
+	// (an operator sees a Redis too slow to renew), and its answers, when
+	// they come, confirm what they can.
+	r.late.Add(1)
+	go func() {
+		defer r.late.Done()
+		select {
+		case results := <-answered:
+			r.settle(callCtx, sent, batches, results, false)
+		case <-r.ctx.Done():
+		}
+	}()
+	n := 0
+	for _, b := range batches {
+		for _, h := range b {
+			n += len(h.leases)
+		}
+	}
+	failed := r.failure(true, errRoundTimeout)
+	r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
+	return failed
+}
+
+// errRoundTimeout is a round's calls unanswered within its interval.
+var errRoundTimeout = errors.New("fairrw: renewal round unanswered within its interval")
+
+// settle applies a round's answers: each hold's leases confirmed as sent
+// + lease, or lost if Redis found the hold gone. With report (the answers
+// came within the round's interval), the round's outcome goes to
+// telemetry; late answers were reported already, as a failed round.
+func (r *renewer) settle(callCtx context.Context, sent time.Time, batches [][]*renewHold, results []rueidis.RedisResult, report bool) error {
 	var failed error
 	var lost map[ownerMode]error // the holds found gone
 	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
@@ -153,20 +211,22 @@ func (r *renewer) round() error {
 		if r.ctx.Err() != nil {
 			return failed // Close abandoned the round: no failure of Redis's
 		}
-		failed = r.failure(ctx, failed)
+		failed = r.failure(callCtx.Err() != nil, failed)
 	}
-	// Leases found gone were sent but not renewed.
-	r.c.telemetry().renewRound(sent, leases-gone, len(calls), failedBatches, failedLeases, failed)
+	if report {
+		// Leases found gone were sent but not renewed.
+		r.c.telemetry().renewRound(sent, leases-gone, len(results), failedBatches, failedLeases, failed)
+	}
 	return failed
 }
 
 // failure is a failed round's error, naming the Redis and the cause: no
-// answer within the round's bound (ctx), Redis unavailable, or what Redis
-// answered. A bare "context canceled" would tell an operator nothing.
-func (r *renewer) failure(ctx context.Context, err error) error {
+// answer within the round's bound (timedOut), Redis unavailable, or what
+// Redis answered. A bare "context canceled" would tell an operator nothing.
+func (r *renewer) failure(timedOut bool, err error) error {
 	c := r.c
 	switch {
-	case ctx.Err() != nil:
+	case timedOut:
 		return tag(fmt.Sprintf("fairrw: renewal: no answer from Redis at %s within %v", c.address(), c.settings().renewInterval), errRedisTimeout, err)
 	case redisDown(err):
 		return tag(fmt.Sprintf("fairrw: renewal: Redis at %s unavailable: %v", c.address(), err), ErrUnavailable, err)
@@ -308,6 +368,7 @@ func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
 func (r *renewer) close(cause lossCause) {
 	r.stop()
 	<-r.done
+	r.late.Wait()
 	r.endAll(cause)
 }
 

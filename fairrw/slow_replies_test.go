@@ -268,3 +268,63 @@ func TestSlowRepliesFurtherHoldLeavesNoHold(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowRepliesRenewalsStillConfirm: a Redis whose answers come later
+// than a renew interval, but well within a lease, still keeps a
+// watchdog's Leases: each round is reported failed when its interval
+// ends, and its answer, when it comes, confirms the lease from when the
+// round was sent. (Dropping late answers lost every lease of a Client
+// whose Redis was this slow, while Redis renewed them all.)
+func TestSlowRepliesRenewalsStillConfirm(t *testing.T) {
+	t.Parallel()
+	r := redistest.StartProcess(t)
+	const (
+		leaseTime = 1500 * time.Millisecond // a round every 500 ms
+		delay     = 700 * time.Millisecond  // past the interval, within the lease
+		hold      = 4 * time.Second
+	)
+	proxy := startSlowReplyProxy(t, r.Addr)
+	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true}),
+		fairrw.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := c.RWMutex("slow-renewals").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One round on time first: it loads the renewal script (a NOSCRIPT
+	// answer, then EVAL, would be two late round trips).
+	for first := l.Deadline(); !l.Deadline().After(first); {
+		if ctx.Err() != nil {
+			t.Fatal("no renewal confirmed the Lease with Redis answering on time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := l.Deadline()
+	proxy.delay.Store(int64(delay))
+	select {
+	case <-l.Done():
+		t.Fatalf("the Lease was lost while Redis answered its renewals %v late (lease %v): %v", delay, leaseTime, l.Err())
+	case <-time.After(hold):
+	}
+	if !l.Deadline().After(first.Add(hold - leaseTime)) {
+		t.Fatalf("after %v of renewals answered %v late, the Lease's deadline is %v, first %v: not confirmed since",
+			hold, delay, l.Deadline().Format("15:04:05.000"), first.Format("15:04:05.000"))
+	}
+	// Redis still holds it.
+	info, err := c.Inspect(ctx, "slow-renewals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.delay.Store(0)
+	if len(info.Holders) != 1 {
+		t.Fatalf("Inspect: %d holders, want the one Lease's", len(info.Holders))
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/wire"
 )
@@ -71,13 +72,15 @@ func granted(t testing.TB, m *fairrw.RWMutex, mode fairrw.Mode) *fairrw.Lease {
 // fencing token (kept for a lease, so that tokens keep increasing across
 // holders), and the marker of an owner that was given up (a Lock cancelled
 // while an attempt was in flight leaves one, so that a late copy of that
-// attempt takes nothing; it expires after three unlock timeouts).
+// attempt takes nothing; it expires after three unlock timeouts). The
+// Redisson format's marker is an unlock latch (compat.UnlockLatch), as
+// Java's lock leaves: checked the same way.
 func keysOf(t testing.TB, env Env, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range allKeysOf(t, env, name) {
 		fence := strings.HasPrefix(k, wire.FairPrefix+":") && strings.HasSuffix(k, ":fence")
-		marker := strings.HasPrefix(k, wire.OwnerMarkerPrefix+":")
+		marker := strings.HasPrefix(k, wire.OwnerMarkerPrefix+":") || strings.HasPrefix(k, compat.UnlockLatchPrefix+":")
 		if fence || marker {
 			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
 			if pttl == -1 || pttl > int64(3*hidden.UnlockTimeout/time.Millisecond) && pttl > int64(hidden.LeaseTime/time.Millisecond) {

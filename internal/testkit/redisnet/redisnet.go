@@ -8,21 +8,72 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago,
+// and that no server of this harness gave up within the last
+// RetiredFor (see Retire), on this machine, whatever process ran it.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if err := l.Close(); err != nil {
+			return 0, err
+		}
+		if !retired(port) {
+			return port, nil
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, err
+	return 0, fmt.Errorf("redisnet: 50 free ports in a row were retired within %v", RetiredFor)
+}
+
+// RetiredFor is how long a port that a server gave up is not handed out
+// again: longer than anything a finished test leaves behind sends to its
+// server's address (a Client closed with a release still retrying in the
+// background, for up to its retry window, reconnects and retries on
+// whatever listens there). With two suites on one machine, a port picked
+// from the kernel's free ones was once a just-killed server's, and a
+// release of the test before wrote its unlock latch into the next test's
+// fresh server.
+const RetiredFor = time.Minute
+
+// retiredDir holds one empty file per retired port, named for it: its
+// modification time is when it was retired. Shared by every process of
+// the machine's user.
+func retiredDir() string {
+	return filepath.Join(os.TempDir(), "fairrw-retired-ports")
+}
+
+// Retire records that the server on port stopped for good: FreePort does
+// not return port for RetiredFor. Best effort: a port whose record cannot
+// be written is only not protected.
+func Retire(port int) {
+	dir := retiredDir()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return
 	}
-	return port, nil
+	f := filepath.Join(dir, strconv.Itoa(port))
+	now := time.Now()
+	if err := os.Chtimes(f, now, now); err == nil {
+		return
+	}
+	if w, err := os.Create(f); err == nil {
+		_ = w.Close()
+	}
+}
+
+// retired reports whether port was retired within RetiredFor.
+func retired(port int) bool {
+	fi, err := os.Stat(filepath.Join(retiredDir(), strconv.Itoa(port)))
+	return err == nil && time.Since(fi.ModTime()) < RetiredFor
 }
 
 // Command sends one command in RESP and returns the first reply line without

@@ -123,6 +123,11 @@ func launch(tb testing.TB, bin, logName string, argsFor func(dir string, port in
 			tb.Errorf("redistest: cleanup: %v", err)
 		}
 		r.releasePortLocked()
+		if _, p, err := net.SplitHostPort(r.Addr); err == nil {
+			if port, err := strconv.Atoi(p); err == nil {
+				redisnet.Retire(port)
+			}
+		}
 	})
 
 	r.mu.Lock()
