@@ -129,6 +129,9 @@ func TestReleaseBesideARenewalKeepsTheRenewedHold(t *testing.T) {
 // and none confirms a renewal that Redis did not get. Every policy and
 // the Mutex, on a redis-server.
 func TestRedisKeepsEveryLiveLeaseUnderChurn(t *testing.T) {
+	// It mostly waits on renewal rounds: beside the other parallel tests,
+	// each kind beside the others, each on its own name.
+	t.Parallel()
 	opt := redistest.Start(t).ClientOption()
 	ctx := context.Background()
 	type kind struct {
@@ -142,6 +145,7 @@ func TestRedisKeepsEveryLiveLeaseUnderChurn(t *testing.T) {
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
 			c, err := New(WithClientOption(opt), WithPolicy(k.policy), WithLeaseTime(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)

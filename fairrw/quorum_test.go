@@ -210,6 +210,7 @@ func eventuallyNoLockKeys(t *testing.T, node *miniredis.Miniredis) {
 // survives the loss of one (renewed on the two left) and is reported lost
 // when a second goes.
 func TestQuorumNodeLostWhileHeld(t *testing.T) {
+	t.Parallel() // on servers of its own; it waits out leases
 	const lease = 900 * time.Millisecond
 	q, nodes := quorumNodes(t, 3, fairrw.WriterPreferring(), lease)
 	ctx := quorumCtx(t)
@@ -479,6 +480,7 @@ func TestQuorumWaitsWhileANodeClientCloses(t *testing.T) {
 // for its connection rather than reading a Client with no Redis yet (it
 // panicked, in the conformance test's quorum beside a paused node).
 func TestQuorumWaitsWhileANodeConnects(t *testing.T) {
+	t.Parallel() // on servers of its own; it waits on connects
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

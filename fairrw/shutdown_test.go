@@ -13,6 +13,7 @@ import (
 )
 
 func TestShutdown(t *testing.T) {
+	t.Parallel() // each policy on a miniredis of its own
 	for _, p := range locktest.Policies() {
 		t.Run(p.String(), func(t *testing.T) { locktest.RunShutdown(t, miniEnv(t, p)) })
 	}
