@@ -75,11 +75,26 @@ func (m *QuorumRWMutex) traced(ctx context.Context, op string, mode Mode, wait b
 }
 
 // Backoff after a round that split the nodes between waiters: random in
-// [0, splitBackoff<<splits), at most maxSplitBackoff.
+// [0, splitBackoff<<splits), at most maxSplitBackoff or four times as long
+// as the round took, whichever is longer (see splitPause).
 const (
 	splitBackoff    = 5 * time.Millisecond
 	maxSplitBackoff = 200 * time.Millisecond
 )
+
+// splitPauseLimit bounds the pause after the splits-th split round in a
+// row, one that took took. Waiters that split the nodes break the tie
+// only when one of them starts its next round a whole round ahead of the
+// others: pauses shorter than a round put them all back in the same
+// round. With rounds of a few milliseconds, 200 ms is many rounds; on a
+// Redis answering slowly (a loaded machine, a distant node) a round can
+// take longer than that, and a fixed cap kept three waiters splitting
+// the nodes for over 5 s with the name free. So the cap is four rounds:
+// among three waiters pausing at random within it, the first one ahead
+// by a round happens within a few splits.
+func splitPauseLimit(splits int, took time.Duration) time.Duration {
+	return min(splitBackoff<<splits, max(maxSplitBackoff, 4*took))
+}
 
 func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, waits bool, opts []AcquireOption, rounds *int) (*quorumLease, error) {
 	if m.err != nil {
@@ -110,6 +125,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, waits bool, opts
 	}
 	for {
 		*rounds++
+		began := time.Now()
 		out := m.round(ctx, mode, opts, cfg.lease)
 		if out.err != nil || out.lease != nil {
 			if out.lease != nil {
@@ -133,7 +149,7 @@ func (m *QuorumRWMutex) acquire(ctx context.Context, mode Mode, waits bool, opts
 		}
 		if out.granted > 0 { // split with other waiters: let one of them win
 			splits = min(splits+1, 16)
-			delay := rand.N(min(splitBackoff<<splits, maxSplitBackoff))
+			delay := rand.N(splitPauseLimit(splits, time.Since(began)))
 			if err := w.pause(ctx, delay); err != nil {
 				return nil, m.waitError(err)
 			}

@@ -136,14 +136,18 @@ func (r *renewer) round() error {
 		defer cancelCalls()
 		answered <- script.Batch(callCtx, r.c.redis(), calls)
 	}()
-	wait := time.NewTimer(r.c.settings().renewInterval)
-	defer wait.Stop()
+	var late <-chan time.Time // nil on a cluster: the calls end with the interval
+	if bound > r.c.settings().renewInterval {
+		wait := time.NewTimer(r.c.settings().renewInterval)
+		defer wait.Stop()
+		late = wait.C
+	}
 	select {
 	case results := <-answered:
 		return r.settle(callCtx, sent, batches, results, true)
 	case <-r.ctx.Done():
 		return r.ctx.Err() // Close abandoned the round: no failure of Redis's
-	case <-wait.C:
+	case <-late:
 	}
 	// No answer within the interval: the round is reported failed now
 	// (an operator sees a Redis too slow to renew), and its answers, when

@@ -278,10 +278,13 @@ func TestSlowRepliesFurtherHoldLeavesNoHold(t *testing.T) {
 func TestSlowRepliesRenewalsStillConfirm(t *testing.T) {
 	t.Parallel()
 	r := redistest.StartProcess(t)
+	// A round every second, each answered 1.2 s late: the next answer
+	// confirms 0.8 s before the last one's deadline (on a loaded machine
+	// the proxy and the Client run late too: 0.3 s was not enough).
 	const (
-		leaseTime = 1500 * time.Millisecond // a round every 500 ms
-		delay     = 700 * time.Millisecond  // past the interval, within the lease
-		hold      = 4 * time.Second
+		leaseTime = 3 * time.Second
+		delay     = 1200 * time.Millisecond // past the interval, within the lease
+		hold      = 7 * time.Second
 	)
 	proxy := startSlowReplyProxy(t, r.Addr)
 	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true}),

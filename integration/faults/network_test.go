@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -239,8 +240,20 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 				return res.L, res.Err
 			}
 
+			gone := holdGone(t, r, name)
 			if _, err := stalled(slow.RWMutex(name).TryLock); !errors.Is(err, fairrw.ErrNotAcquired) {
 				t.Fatalf("TryLock that outlasted its lease: %v, want ErrNotAcquired", err)
+			}
+			// Given back, on a loaded machine maybe in the background
+			// after TryLock returned: Redis deletes the hold rather than
+			// letting it expire.
+			select {
+			case how := <-gone:
+				if how != "del" {
+					t.Fatalf("the grant was not given back: Redis's event for its hold is %q, want del", how)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the grant's hold neither deleted nor expired within 10 s")
 			}
 			l, err := direct.RWMutex(name).TryLock(itest.TestCtx(t))
 			if err != nil {
@@ -261,6 +274,62 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 			itest.MustUnlock(t, l)
 			locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
 		})
+	}
+}
+
+// holdGone reports how the hold of lock name leaves Redis, "del" (a
+// release or a give-back deleted it) or "expired", from Redis's keyspace
+// events for its state key (the Redisson hash at name, a fair policy's
+// "fairrw:<len>:{name}"): unlike a TryLock right after, it tells a
+// give-back that a loaded machine left to the background from an expiry.
+// It returns once the subscription is live.
+func holdGone(t *testing.T, r *redistest.Redis, name string) <-chan string {
+	t.Helper()
+	raw := r.Client(t, func(o *rueidis.ClientOption) { o.DisableCache = true })
+	ctx := itest.TestCtx(t)
+	if err := raw.Do(ctx, raw.B().ConfigSet().ParameterValue().ParameterValue("notify-keyspace-events", "Egx").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	probe := "fault:probe:" + name
+	state := func(k string) bool {
+		return k == name || strings.HasPrefix(k, "fairrw:") && strings.HasSuffix(k, "{"+name+"}")
+	}
+	out := make(chan string, 1)
+	live := make(chan struct{})
+	var once sync.Once
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		sub := raw.B().Subscribe().Channel("__keyevent@0__:del", "__keyevent@0__:expired").Build()
+		_ = raw.Receive(rctx, sub, func(m rueidis.PubSubMessage) {
+			switch {
+			case m.Message == probe:
+				once.Do(func() { close(live) })
+			case state(m.Message):
+				select {
+				case out <- strings.TrimPrefix(m.Channel, "__keyevent@0__:"):
+				default:
+				}
+			}
+		})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := raw.Do(ctx, raw.B().Set().Key(probe).Value("1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.Do(ctx, raw.B().Del().Key(probe).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-live:
+			return out
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no keyspace event within 10 s of subscribing")
+		}
 	}
 }
 

@@ -51,11 +51,11 @@ func MutexExplicitLeaseExpires(t *testing.T, env Env) {
 // hash's PTTL stays within the lease. A read-write lock of the same Client
 // on another name is renewed in the same rounds (by its policy's script).
 func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
-	// A second, not a tiny lease: a loaded machine running a renewal late
+	// Two seconds, not a tiny lease: a loaded machine running a renewal late
 	// must not lose the holds this scenario needs alive; and a try that
 	// failed while the machine or Redis stalled for a renew interval runs
 	// again (see retried).
-	const lease = time.Second
+	const lease = 2 * time.Second // as FurtherHoldsEach's: 1 s leases were lost under two suites side by side
 	c := env.client(t, fairrw.WithLeaseTime(lease))
 	w := watchStalls(t, env.Raw)
 	w.retried(t, lease/3, func(t testing.TB, try int) {
@@ -88,7 +88,7 @@ func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
 // its hold in Redis, which frees it within the lease; a waiter in another
 // client then gets the mutex.
 func MutexDeadClientFrees(t *testing.T, env Env) {
-	const lease = 400 * time.Millisecond
+	const lease = 1500 * time.Millisecond // kept until the Close and the check after it on a loaded machine, as DeadClientFreesLock's
 	dead, live := env.client(t, fairrw.WithLeaseTime(lease)), env.client(t)
 	n := name(t)
 	l := lockMutex(t, dead.Mutex(n))

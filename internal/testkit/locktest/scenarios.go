@@ -353,7 +353,10 @@ func LostLeaseIsReported(t *testing.T, env Env) {
 // DeadClientFreesLock: a client that goes away without unlocking loses its
 // lock within the lease time, and a waiter elsewhere then gets it.
 func DeadClientFreesLock(t *testing.T, env Env) {
-	dead := env.client(t, fairrw.WithLeaseTime(400*time.Millisecond))
+	// A lease a loaded machine's renewals keep until the Close (400 ms
+	// ran out before it, under two suites side by side), short enough
+	// that the waiters below get the locks soon after it.
+	dead := env.client(t, fairrw.WithLeaseTime(1500*time.Millisecond))
 	live := env.client(t)
 	w := lock(t, dead.RWMutex(name(t)), fairrw.Write)
 	r := lock(t, dead.RWMutex(name(t)+":r"), fairrw.Read)
