@@ -2,6 +2,7 @@ package fairrw_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -279,26 +280,52 @@ func TestSlowRepliesRenewalsStillConfirm(t *testing.T) {
 	t.Parallel()
 	r := redistest.StartProcess(t)
 	// A round every second, each answered 1.2 s late: the next answer
-	// confirms 0.8 s before the last one's deadline (on a loaded machine
-	// the proxy and the Client run late too: 0.3 s was not enough).
+	// confirms 0.8 s before the last one's deadline. On a loaded machine
+	// the proxy, Redis and the Client run late too: a try during which
+	// the control saw the machine or Redis stall for half that margin is
+	// made again, up to three tries, the last of which must pass.
 	const (
 		leaseTime = 3 * time.Second
 		delay     = 1200 * time.Millisecond // past the interval, within the lease
 		hold      = 7 * time.Second
+		margin    = leaseTime - leaseTime/3 - delay
 	)
-	proxy := startSlowReplyProxy(t, r.Addr)
+	ctl := lateness.Start(t)
+	ctl.WatchRedis(t, r.Addr, "control")
+	for try := 1; ; try++ {
+		began := time.Now()
+		err := holdThroughSlowRenewals(t, r.Addr, fmt.Sprintf("slow-renewals:%d", try), leaseTime, delay, hold)
+		if err == nil {
+			return
+		}
+		stall := max(ctl.WorstStall(began, time.Now(), false), ctl.WorstStall(began, time.Now(), true))
+		if try < 3 && stall >= margin/2 {
+			t.Logf("try %d failed while the machine or Redis stalled %v (the margin is %v): %v; trying again", try, stall, margin, err)
+			continue
+		}
+		t.Fatalf("try %d (the control's worst stall meanwhile %v): %v", try, stall, err)
+	}
+}
+
+// holdThroughSlowRenewals takes a watchdog write on name through a proxy
+// whose replies come delay late once a renewal confirmed it, holds it for
+// hold, and checks that the Lease stayed alive and confirmed, and that
+// Redis holds it.
+func holdThroughSlowRenewals(t *testing.T, addr, name string, leaseTime, delay, hold time.Duration) error {
+	proxy := startSlowReplyProxy(t, addr)
 	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true}),
 		fairrw.WithLeaseTime(leaseTime))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := c.RWMutex("slow-renewals").Lock(ctx)
+	l, err := c.RWMutex(name).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer l.Unlock(ctx) //nolint:errcheck // checked below when it matters
 	// One round on time first: it loads the renewal script (a NOSCRIPT
 	// answer, then EVAL, would be two late round trips).
 	for first := l.Deadline(); !l.Deadline().After(first); {
@@ -311,15 +338,15 @@ func TestSlowRepliesRenewalsStillConfirm(t *testing.T) {
 	proxy.delay.Store(int64(delay))
 	select {
 	case <-l.Done():
-		t.Fatalf("the Lease was lost while Redis answered its renewals %v late (lease %v): %v", delay, leaseTime, l.Err())
+		return fmt.Errorf("the Lease was lost while Redis answered its renewals %v late (lease %v): %w", delay, leaseTime, l.Err())
 	case <-time.After(hold):
 	}
 	if !l.Deadline().After(first.Add(hold - leaseTime)) {
-		t.Fatalf("after %v of renewals answered %v late, the Lease's deadline is %v, first %v: not confirmed since",
+		return fmt.Errorf("after %v of renewals answered %v late, the Lease's deadline is %v, first %v: not confirmed since",
 			hold, delay, l.Deadline().Format("15:04:05.000"), first.Format("15:04:05.000"))
 	}
 	// Redis still holds it.
-	info, err := c.Inspect(ctx, "slow-renewals")
+	info, err := c.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,4 +357,5 @@ func TestSlowRepliesRenewalsStillConfirm(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return nil
 }

@@ -254,7 +254,15 @@ func TestSmokeAllScenarios(t *testing.T) {
 			continue
 		}
 		if r.GrantsPerS <= 0 {
-			t.Errorf("%s/%s: grants_per_s = %v", r.Scenario, r.Contender, r.GrantsPerS)
+			// A 200 ms window on a loaded machine can pass with no grant
+			// of a peer that sleeps between its tries (redislock granted
+			// none, with two suites side by side): the pair runs again
+			// alone in a window of a second, which must grant.
+			if again := grantsInLongerWindow(t, r.Scenario, r.Contender); again <= 0 {
+				t.Errorf("%s/%s: grants_per_s = %v, and %v in a window of a second", r.Scenario, r.Contender, r.GrantsPerS, again)
+			} else {
+				t.Logf("%s/%s: no grant in the 200 ms window; %.0f grants/s in a window of a second", r.Scenario, r.Contender, again)
+			}
 		}
 		// The contended scenarios (redislock and redsync ran them) have
 		// the ratio to the fastest peer; the others none.
@@ -285,6 +293,35 @@ func TestSmokeAllScenarios(t *testing.T) {
 			t.Errorf("%s/%s: no writer requests", r.Scenario, r.Contender)
 		}
 	}
+}
+
+// grantsInLongerWindow runs scenario for contender alone on miniredis in
+// a window of a second and returns its grants_per_s.
+func grantsInLongerWindow(t *testing.T, scenario, contender string) float64 {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "again.json")
+	runFairbench(t, "-redis", "miniredis", "-duration", "1s", "-scenarios", scenario, "-contenders", contender, "-out", "", "-json", path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			Scenario   string  `json:"scenario"`
+			Contender  string  `json:"contender"`
+			GrantsPerS float64 `json:"grants_per_s"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Scenario == scenario && r.Contender == contender {
+			return r.GrantsPerS
+		}
+	}
+	t.Errorf("%s/%s: no result when run alone", scenario, contender)
+	return 0
 }
 
 // TestFallsBackToMiniredis runs with no redis-server on PATH: fairbench

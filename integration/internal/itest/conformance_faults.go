@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -364,6 +365,13 @@ func (f *confFaults) inject(ctx context.Context, rng *rand.Rand) {
 			c.end = time.Now()
 			f.Replica.Resume(f.tb)
 			f.cutNow = false
+			f.Mu.Unlock()
+			// The cut ends at the resume; the fault, once the replica
+			// has caught up (a grant that waits for it cannot be
+			// confirmed before), outside f.Mu (see redisFault).
+			synced := waitReplicaSynced(context.Background(), f.admins[0], 15*time.Second)
+			f.Mu.Lock()
+			x.detail += "; " + synced
 			f.finishLocked(x)
 			f.Mu.Unlock()
 		}()
@@ -437,14 +445,24 @@ func (f *confFaults) killClients(ctx context.Context, rng *rand.Rand, i int) str
 		return "CLIENT LIST failed: " + err.Error()
 	}
 	var ids []string
+	replicas := map[string]bool{} // the replicas' links, by id
 	for _, line := range strings.Split(list, "\n") {
 		if line == "" || strings.Contains(line, " name="+ConfAdminName+" ") {
 			continue
 		}
+		var id string
+		replica := false
 		for _, field := range strings.Fields(line) {
-			if id, ok := strings.CutPrefix(field, "id="); ok {
-				ids = append(ids, id)
+			if v, ok := strings.CutPrefix(field, "id="); ok {
+				id = v
 			}
+			if v, ok := strings.CutPrefix(field, "flags="); ok && strings.Contains(v, "S") {
+				replica = true
+			}
+		}
+		if id != "" {
+			ids = append(ids, id)
+			replicas[id] = replica
 		}
 	}
 	if len(ids) == 0 {
@@ -452,13 +470,66 @@ func (f *confFaults) killClients(ctx context.Context, rng *rand.Rand, i int) str
 	}
 	rng.Shuffle(len(ids), func(a, b int) { ids[a], ids[b] = ids[b], ids[a] })
 	ids = ids[:1+rng.IntN(len(ids))]
-	killed := 0
+	killed, replicaKilled := 0, false
 	for _, id := range ids {
 		if n, err := admin.Do(c, admin.B().Arbitrary("CLIENT", "KILL", "ID", id).Build()).AsInt64(); err == nil {
 			killed += int(n)
+			replicaKilled = replicaKilled || (n > 0 && replicas[id])
 		}
 	}
-	return fmt.Sprintf("CLIENT KILL ID: %d connections killed", killed)
+	detail := fmt.Sprintf("CLIENT KILL ID: %d connections killed", killed)
+	if replicaKilled {
+		// The replica's link was among them: until it is back and caught
+		// up, a grant that waits for the replica (WithSyncReplicas) cannot
+		// be confirmed, and that is the fault's doing. It lasts until then
+		// (a replica reconnects from a once-a-second cron; on a loaded
+		// machine it took seconds).
+		detail += ", the replica's link among them; " + waitReplicaSynced(ctx, admin, 15*time.Second)
+	}
+	return detail
+}
+
+// waitReplicaSynced waits, at most d, until the primary that admin
+// speaks to has a replica online that acknowledged what the primary had
+// when the wait began (the writes go on meanwhile: its offset need not
+// reach the primary's latest), and says how long that took.
+func waitReplicaSynced(ctx context.Context, admin rueidis.Client, d time.Duration) string {
+	start := time.Now()
+	var target int64 = -1 // the primary's offset when the wait began
+	for time.Since(start) < d && ctx.Err() == nil {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := admin.Do(c, admin.B().Info().Section("replication").Build()).ToString()
+		cancel()
+		if err == nil {
+			var offset, replicaOffset string
+			online := false
+			for _, line := range strings.Split(info, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
+					offset = v
+				}
+				if v, ok := strings.CutPrefix(line, "slave0:"); ok {
+					for _, kv := range strings.Split(v, ",") {
+						if kv == "state=online" {
+							online = true
+						}
+						if o, ok := strings.CutPrefix(kv, "offset="); ok {
+							replicaOffset = o
+						}
+					}
+				}
+			}
+			o, oerr := strconv.ParseInt(offset, 10, 64)
+			ro, rerr := strconv.ParseInt(replicaOffset, 10, 64)
+			if target < 0 && oerr == nil {
+				target = o
+			}
+			if online && target >= 0 && rerr == nil && ro >= target {
+				return fmt.Sprintf("the replica in sync again after %v", time.Since(start).Round(time.Millisecond))
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("the replica not in sync within %v", d)
 }
 
 // stop waits for the stalls and pauses in progress to heal, heals every

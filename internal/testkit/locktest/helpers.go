@@ -125,7 +125,7 @@ func EventuallyNoKeys(t testing.TB, env Env, name string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("keys left behind for %s: %v", name, keys)
+			t.Fatalf("keys left behind for %s: %s", name, describeKeys(t, env, keys))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -251,7 +251,7 @@ func EventuallyNothing(t testing.TB, env Env, name string, within time.Duration)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("keys of %s still exist after %v: %v", name, within, keys)
+			t.Fatalf("keys of %s still exist after %v: %s", name, within, describeKeys(t, env, keys))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
