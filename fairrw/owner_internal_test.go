@@ -238,3 +238,26 @@ func TestRedisKeepsEveryLiveLeaseUnderChurn(t *testing.T) {
 		})
 	}
 }
+
+// TestConfirmDoesNotReviveAPassedLease: a confirmation that comes after a
+// Lease's deadline (a renewal round's late answer) does not move it, even
+// before the Lease's timer has ended it: the owner counted the Lease out
+// from its deadline on (a release of another hold wrote back no hold for
+// it). One that comes before the deadline moves it.
+func TestConfirmDoesNotReviveAPassedLease(t *testing.T) {
+	passed := time.Now().Add(-time.Millisecond)
+	l := &Lease{deadline: passed, timer: time.NewTimer(time.Hour)}
+	defer l.timer.Stop()
+	l.confirm(time.Now().Add(time.Second))
+	if !l.deadline.Equal(passed) {
+		t.Fatalf("a confirmation after the deadline moved it from %v to %v", passed, l.deadline)
+	}
+	live := time.Now().Add(time.Second)
+	l = &Lease{deadline: live, timer: time.NewTimer(time.Hour)}
+	defer l.timer.Stop()
+	later := live.Add(time.Second)
+	l.confirm(later)
+	if !l.deadline.Equal(later) {
+		t.Fatalf("a confirmation before the deadline left it at %v, want %v", l.deadline, later)
+	}
+}
