@@ -32,7 +32,7 @@ type renewer struct {
 	ctx    context.Context // ends with close: a round in flight is abandoned
 	stop   context.CancelFunc
 	done   chan struct{}
-	late   sync.WaitGroup // rounds whose answers come after their interval
+	calls  sync.WaitGroup // the rounds' DoMulti calls, which may outlast their round
 }
 
 func newRenewer(c *Client) *renewer {
@@ -129,12 +129,22 @@ func (r *renewer) round() error {
 		bound = r.c.settings().renewInterval
 	}
 	callCtx, cancelCalls := withTimer(r.ctx, bound)
-	answered := make(chan []rueidis.RedisResult, 1)
-	r.late.Add(1)
+	answered := make(chan []rueidis.RedisResult) // taken only while the round waits
+	gaveUp := make(chan struct{})                // closed once it stopped waiting
+	r.calls.Add(1)
 	go func() {
-		defer r.late.Done()
+		defer r.calls.Done()
 		defer cancelCalls()
-		answered <- script.Batch(callCtx, r.c.redis(), calls)
+		results := script.Batch(callCtx, r.c.redis(), calls)
+		select {
+		case answered <- results:
+		case <-gaveUp:
+			// Late answers confirm what they can; the round was reported
+			// failed already. After Close, nothing is left to confirm.
+			if r.ctx.Err() == nil {
+				r.settle(callCtx, sent, batches, results, false)
+			}
+		}
 	}()
 	var late <-chan time.Time // nil on a cluster: the calls end with the interval
 	if bound > r.c.settings().renewInterval {
@@ -146,30 +156,28 @@ func (r *renewer) round() error {
 	case results := <-answered:
 		return r.settle(callCtx, sent, batches, results, true)
 	case <-r.ctx.Done():
+		close(gaveUp)
 		return r.ctx.Err() // Close abandoned the round: no failure of Redis's
 	case <-late:
+		close(gaveUp)
 	}
-	// No answer within the interval: the round is reported failed now
-	// (an operator sees a Redis too slow to renew), and its answers, when
-	// they come, confirm what they can.
-	r.late.Add(1)
-	go func() {
-		defer r.late.Done()
-		select {
-		case results := <-answered:
-			r.settle(callCtx, sent, batches, results, false)
-		case <-r.ctx.Done():
-		}
-	}()
+	// No answer within the interval: the round is reported failed now (an
+	// operator sees a Redis too slow to renew).
+	n := leaseCount(batches...)
+	failed := r.failure(true, errRoundTimeout)
+	r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
+	return failed
+}
+
+// leaseCount is how many leases stand on the holds of batches.
+func leaseCount(batches ...[]*renewHold) int {
 	n := 0
 	for _, b := range batches {
 		for _, h := range b {
 			n += len(h.leases)
 		}
 	}
-	failed := r.failure(true, errRoundTimeout)
-	r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
-	return failed
+	return n
 }
 
 // errRoundTimeout is a round's calls unanswered within its interval.
@@ -184,10 +192,7 @@ func (r *renewer) settle(callCtx context.Context, sent time.Time, batches [][]*r
 	var lost map[ownerMode]error // the holds found gone
 	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
 	for i, res := range results {
-		n := 0
-		for _, h := range batches[i] {
-			n += len(h.leases)
-		}
+		n := leaseCount(batches[i])
 		leases += n
 		alive, err := wire.DecodeRenew(res, len(batches[i]))
 		if err != nil {
@@ -372,7 +377,7 @@ func (r *renewer) loseMadeOn(lost map[ownerMode]error) {
 func (r *renewer) close(cause lossCause) {
 	r.stop()
 	<-r.done
-	r.late.Wait()
+	r.calls.Wait()
 	r.endAll(cause)
 }
 

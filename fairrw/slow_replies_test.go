@@ -2,6 +2,7 @@ package fairrw_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -358,4 +359,45 @@ func holdThroughSlowRenewals(t *testing.T, addr, name string, leaseTime, delay, 
 		t.Fatal(err)
 	}
 	return nil
+}
+
+// TestSlowRepliesCloseEndsALateRound: Close while a renewal round's calls
+// are still under way on a Redis that answers late (their bound is a
+// lease) ends them at once: Close does not wait for their answers, the Lease ends as closed, not renewed by a late answer, and no
+// goroutine of the round is left (TestMain's goleak).
+func TestSlowRepliesCloseEndsALateRound(t *testing.T) {
+	t.Parallel()
+	r := redistest.StartProcess(t)
+	const (
+		leaseTime = 6 * time.Second // a round every 2 s, its calls bounded by 6 s
+		delay     = 5500 * time.Millisecond
+	)
+	ctl := lateness.Start(t)
+	proxy := startSlowReplyProxy(t, r.Addr)
+	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true}),
+		fairrw.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := c.RWMutex("slow-close").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.delay.Store(int64(delay))
+	// Past the first round's interval: its calls wait for their answers.
+	time.Sleep(leaseTime/3 + leaseTime/6)
+	// Waiting for the round's answer would take Close 4.5 s more; closing
+	// the rueidis client takes it 2 s whatever is pending (rueidis's own
+	// close waits that long for replies on its way).
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctl.Within("Close with a late round's calls under way", time.Since(start), 3*time.Second)
+	if err := l.Err(); !errors.Is(err, fairrw.ErrClosed) {
+		t.Fatalf("the Lease after Close: %v, want ErrClosed", err)
+	}
+	proxy.delay.Store(0)
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -183,10 +181,6 @@ func TestContendedRedisServer(t *testing.T) {
 		t.Errorf("the one-Client verdict line is not the fastest peer then the policies:\n%s", stdout)
 	}
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Results []struct {
 			Scenario   string  `json:"scenario"`
@@ -194,9 +188,7 @@ func TestContendedRedisServer(t *testing.T) {
 			VsBestPeer float64 `json:"grants_per_s_vs_best_peer"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &rep)
 	if want := 2 * (len(contender.All()) + len(contender.CohortsOff())); len(rep.Results) != want {
 		t.Fatalf("%d results, want %d", len(rep.Results), want)
 	}

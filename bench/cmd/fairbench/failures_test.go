@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -157,17 +156,11 @@ func TestFailingAndStallingContenders(t *testing.T) {
 		}
 	}
 	checkIndex(t, charts)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Results  []result  `json:"results"`
 		Failures []failure `json:"failures"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &rep)
 	if len(rep.Results) != 2 || len(rep.Failures) != 3 {
 		t.Fatalf("%d results and %d failures, want 2 and 3: %+v", len(rep.Results), len(rep.Failures), rep.Failures)
 	}

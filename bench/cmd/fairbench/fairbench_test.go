@@ -160,10 +160,6 @@ func TestSmokeAllScenarios(t *testing.T) {
 
 	checkIndex(t, charts)
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Settings struct {
 			Scenarios  []string `json:"scenarios"`
@@ -201,9 +197,7 @@ func TestSmokeAllScenarios(t *testing.T) {
 			Arrival    *arrivalOutcome `json:"arrival"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, b)
-	}
+	readJSON(t, path, &rep)
 	if rep.Settings.DurationS != 0.2 || len(rep.Settings.Scenarios) != len(names) || len(rep.Settings.Contenders) != len(allContenders()) ||
 		!strings.HasPrefix(rep.Settings.Command, "go run ./bench/cmd/fairbench -redis miniredis") {
 		t.Errorf("settings = %+v", rep.Settings)
@@ -295,16 +289,24 @@ func TestSmokeAllScenarios(t *testing.T) {
 	}
 }
 
+// readJSON decodes the JSON report fairbench wrote at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("JSON of %s: %v\n%s", path, err, b)
+	}
+}
+
 // grantsInLongerWindow runs scenario for contender alone on miniredis in
 // a window of a second and returns its grants_per_s.
 func grantsInLongerWindow(t *testing.T, scenario, contender string) float64 {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "again.json")
 	runFairbench(t, "-redis", "miniredis", "-duration", "1s", "-scenarios", scenario, "-contenders", contender, "-out", "", "-json", path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Results []struct {
 			Scenario   string  `json:"scenario"`
@@ -312,9 +314,7 @@ func grantsInLongerWindow(t *testing.T, scenario, contender string) float64 {
 			GrantsPerS float64 `json:"grants_per_s"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &rep)
 	for _, r := range rep.Results {
 		if r.Scenario == scenario && r.Contender == contender {
 			return r.GrantsPerS
@@ -535,14 +535,8 @@ func TestQueueCost(t *testing.T) {
 		}
 	}
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep queueCostResults
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, b)
-	}
+	readJSON(t, path, &rep)
 	if len(rep.Results) != ran {
 		t.Fatalf("%d results, want %d", len(rep.Results), ran)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -113,10 +111,6 @@ func TestServerCostRedisServer(t *testing.T) {
 		}
 	}
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Results []struct {
 			Contender  string          `json:"contender"`
@@ -124,9 +118,7 @@ func TestServerCostRedisServer(t *testing.T) {
 			ServerCost *serverCostJSON `json:"server_cost"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &rep)
 	sc, _ := pickScenarios("server-cost")
 	want := len(bare.Pairs())
 	for _, c := range allContenders() {

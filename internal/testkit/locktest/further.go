@@ -3,7 +3,6 @@ package locktest
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -291,26 +290,4 @@ func holdInTime(t testing.TB, l *fairrw.Lease, mode fairrw.Mode, opts ...fairrw.
 		t.Logf("further %s, try %d: %v; trying again", mode, try, err)
 	}
 	return hold(t, l, mode, opts...)
-}
-
-// describeKeys lists keys with their type, PTTL and, for a hash or a
-// sorted set, their content: what a failure report needs to tell who
-// keeps them.
-func describeKeys(t testing.TB, env Env, keys []string) string {
-	var b strings.Builder
-	for _, k := range keys {
-		typ, _ := env.Raw.Do(ctx(t), env.Raw.B().Type().Key(k).Build()).ToString()
-		pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-		var content any
-		switch typ {
-		case "hash":
-			content, _ = env.Raw.Do(ctx(t), env.Raw.B().Hgetall().Key(k).Build()).AsStrMap()
-		case "zset":
-			content, _ = env.Raw.Do(ctx(t), env.Raw.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).AsZScores()
-		case "string":
-			content, _ = env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
-		}
-		fmt.Fprintf(&b, "\n  %s (%s, PTTL %d ms): %v", k, typ, pttl, content)
-	}
-	return b.String()
 }

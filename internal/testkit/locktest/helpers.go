@@ -80,8 +80,7 @@ func keysOf(t testing.TB, env Env, name string) []string {
 	var out []string
 	for _, k := range allKeysOf(t, env, name) {
 		fence := strings.HasPrefix(k, wire.FairPrefix+":") && strings.HasSuffix(k, ":fence")
-		marker := strings.HasPrefix(k, wire.OwnerMarkerPrefix+":") || strings.HasPrefix(k, compat.UnlockLatchPrefix+":")
-		if fence || marker {
+		if fence || isMarker(k) {
 			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
 			if pttl == -1 || pttl > int64(3*hidden.UnlockTimeout/time.Millisecond) && pttl > int64(hidden.LeaseTime/time.Millisecond) {
 				t.Fatalf("%s has PTTL %d, want a TTL no longer than a lease or three unlock timeouts", k, pttl)
@@ -91,6 +90,13 @@ func keysOf(t testing.TB, env Env, name string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// isMarker reports whether k is an owner's give-up marker or an unlock
+// latch (the Redisson format's marker is one): keys that expire on their
+// own, within three unlock timeouts.
+func isMarker(k string) bool {
+	return strings.HasPrefix(k, wire.OwnerMarkerPrefix+":") || strings.HasPrefix(k, compat.UnlockLatchPrefix+":")
 }
 
 // allKeysOf lists every key in Redis that mentions the lock name.

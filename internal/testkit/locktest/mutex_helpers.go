@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -121,39 +122,63 @@ func eventuallyGone(t testing.TB, env Env, key string) {
 }
 
 // lockState returns every key that mentions the lock name with its
-// contents, to show that a refused call changed nothing.
+// contents, to show that a refused call changed nothing. Give-up markers
+// and unlock latches are left out (isMarker): they expire on their own,
+// one of them in a millisecond (a give-up whose attempt was never sent),
+// and a snapshot taken just before that expiry differed from the next
+// with nothing changed (CI, 2026-11-28).
 func lockState(t testing.TB, env Env, name string) map[string]string {
 	t.Helper()
 	state := map[string]string{}
 	for _, k := range allKeysOf(t, env, name) {
-		kind, err := env.Raw.Do(ctx(t), env.Raw.B().Type().Key(k).Build()).ToString()
-		if err != nil {
-			t.Fatalf("TYPE %s: %v", k, err)
+		if isMarker(k) {
+			continue
 		}
-		var contents []string
-		switch kind {
-		case "string":
-			var v string
-			v, err = env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
-			contents = []string{v}
-		case "hash":
-			var m map[string]string
-			m, err = env.Raw.Do(ctx(t), env.Raw.B().Hgetall().Key(k).Build()).AsStrMap()
-			for f, v := range m {
-				contents = append(contents, f+"="+v)
-			}
-			slices.Sort(contents)
-		case "zset":
-			var zs []rueidis.ZScore
-			zs, err = env.Raw.Do(ctx(t), env.Raw.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).AsZScores()
-			for _, z := range zs {
-				contents = append(contents, z.Member+"="+strconv.FormatFloat(z.Score, 'f', -1, 64))
-			}
-		}
-		if err != nil {
-			t.Fatalf("reading %s (%s): %v", k, kind, err)
-		}
-		state[k] = kind + " " + strings.Join(contents, " ")
+		state[k] = keyContent(t, env, k)
 	}
 	return state
+}
+
+// keyContent returns key k's type and contents: a string's value, a
+// hash's fields and a sorted set's members with their scores, sorted.
+func keyContent(t testing.TB, env Env, k string) string {
+	t.Helper()
+	kind, err := env.Raw.Do(ctx(t), env.Raw.B().Type().Key(k).Build()).ToString()
+	if err != nil {
+		t.Fatalf("TYPE %s: %v", k, err)
+	}
+	var contents []string
+	switch kind {
+	case "string":
+		var v string
+		v, err = env.Raw.Do(ctx(t), env.Raw.B().Get().Key(k).Build()).ToString()
+		contents = []string{v}
+	case "hash":
+		var m map[string]string
+		m, err = env.Raw.Do(ctx(t), env.Raw.B().Hgetall().Key(k).Build()).AsStrMap()
+		for f, v := range m {
+			contents = append(contents, f+"="+v)
+		}
+		slices.Sort(contents)
+	case "zset":
+		var zs []rueidis.ZScore
+		zs, err = env.Raw.Do(ctx(t), env.Raw.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		for _, z := range zs {
+			contents = append(contents, z.Member+"="+strconv.FormatFloat(z.Score, 'f', -1, 64))
+		}
+	}
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatalf("reading %s (%s): %v", k, kind, err)
+	}
+	return kind + " " + strings.Join(contents, " ")
+}
+
+// describeKeys lists keys with their contents and PTTL: what a failure
+// report needs to tell who keeps them.
+func describeKeys(t testing.TB, env Env, keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %s (PTTL %v): %s", k, rawPTTL(t, env, k), keyContent(t, env, k))
+	}
+	return b.String()
 }
