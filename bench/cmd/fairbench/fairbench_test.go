@@ -493,6 +493,7 @@ func TestQueueCost(t *testing.T) {
 		"phase-fair":        true,
 	}
 	checkTables(t, stdout, skipped, "queue-cost")
+	alone := queueAlone{t: t}
 	sec := section(stdout, "queue-cost")
 	if !strings.Contains(sec, "µs/grant 256÷8") {
 		t.Errorf("no ratio column in:\n%s", sec)
@@ -521,6 +522,10 @@ func TestQueueCost(t *testing.T) {
 			// window on a loaded machine (redsync, in CI): its row is
 			// still required; fairrw's must show grants.
 			noGrants := row[1] == "0" && (c.Library == "fairrw" || n == "8")
+			if noGrants {
+				writers, _ := strconv.Atoi(n)
+				noGrants = !alone.grants(c.Name, writers)
+			}
 			if noGrants || row[2] != want {
 				t.Errorf("row of %s with %s writers: grants/s %s, ratio %q (want %q):\n%s", c.Name, n, row[1], row[2], want, sec)
 			}
@@ -553,12 +558,52 @@ func TestQueueCost(t *testing.T) {
 			q := r.Queue[i]
 			// As in the table: a polling peer may grant none of 256
 			// writers in the short window on a loaded machine.
-			noGrants := q.GrantsPerS <= 0 && (fairrwOwn || i == 0)
+			noGrants := q.GrantsPerS <= 0 && (fairrwOwn || i == 0) && !alone.grants(r.Contender, q.Writers)
 			if q.Writers != want[0] || q.Clients != want[1] || q.Requests < 1 || noGrants || q.Cost != nil {
 				t.Errorf("%s: queue[%d] = %+v, want %d writers on %d clients, measured, without a cost", r.Contender, i, q, want[0], want[1])
 			}
 		}
 	}
+}
+
+// queueAlone runs queue-cost again for one contender alone, in a window of
+// a second, when a queue that must show grants showed none in the 200 ms
+// window: on a loaded machine (two suites side by side) that window can
+// pass with no grant (the Redisson policy's 256 writers, redislock's 8),
+// and the check is that the contender grants, not that it grants within
+// whatever the machine leaves of 200 ms. Each contender runs again once.
+type queueAlone struct {
+	t    *testing.T
+	runs map[string]map[int]float64 // contender -> writers -> grants/s
+}
+
+// grants reports whether contender granted a queue of writers, running it
+// again alone (once per contender) to find out.
+func (q *queueAlone) grants(contender string, writers int) bool {
+	t := q.t
+	t.Helper()
+	if q.runs == nil {
+		q.runs = map[string]map[int]float64{}
+	}
+	got, ok := q.runs[contender]
+	if !ok {
+		got = map[int]float64{}
+		path := filepath.Join(t.TempDir(), "again.json")
+		runFairbench(t, "-redis", "miniredis", "-scenarios", "queue-cost", "-duration", "1s",
+			"-contenders", contender, "-out", "", "-json", path)
+		var rep queueCostResults
+		readJSON(t, path, &rep)
+		for _, r := range rep.Results {
+			for _, o := range r.Queue {
+				if r.Contender == contender {
+					got[o.Writers] = o.GrantsPerS
+				}
+			}
+		}
+		q.runs[contender] = got
+	}
+	t.Logf("%s, %d writers: no grant in the 200 ms window; %.0f grants/s alone in a window of a second", contender, writers, got[writers])
+	return got[writers] > 0
 }
 
 // TestQueueCostRedisServer runs queue-cost briefly on a redis-server for
