@@ -62,3 +62,55 @@ func TestWithinWaits(t *testing.T) {
 		t.Fatalf("verdict %q, want the two checks past their bound", j.errs)
 	}
 }
+
+// TestTries: a try whose bounds failed while the machine's own lateness
+// was past a failed check's allowance is made again; one whose bounds
+// failed on a machine that kept to the allowance fails the test at once,
+// and so does the last try, whatever the machine did.
+func TestTries(t *testing.T) {
+	stalled := func(ctl *Control) { ctl.sample(time.Second) } // the machine ran a wait 1 s late
+	for _, tc := range []struct {
+		name  string
+		tries int
+		try   func(n int, ctl *Control)
+		runs  int
+		errs  string // the prefix of the one error, "" for none
+	}{
+		{"passes after a stalled try", 3, func(n int, ctl *Control) {
+			if n == 1 {
+				stalled(ctl)
+				ctl.Within("stalled", 1200*time.Millisecond, 150*time.Millisecond)
+			}
+		}, 2, ""},
+		{"fails where the machine kept time", 3, func(n int, ctl *Control) {
+			if n == 1 {
+				stalled(ctl)
+				ctl.Within("stalled", 1200*time.Millisecond, 150*time.Millisecond)
+				return
+			}
+			ctl.Within("on time", 10*time.Second, 150*time.Millisecond)
+		}, 2, "try 2: on time:"},
+		{"the last try is judged", 2, func(n int, ctl *Control) {
+			stalled(ctl)
+			ctl.Within("stalled", 1200*time.Millisecond, 150*time.Millisecond)
+		}, 2, "try 2: stalled:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &judgedTB{TB: t}
+			runs := 0
+			Tries(j, tc.tries, func(n int, ctl *Control) {
+				runs++
+				tc.try(n, ctl)
+			})
+			if runs != tc.runs {
+				t.Errorf("%d tries run, want %d", runs, tc.runs)
+			}
+			switch {
+			case tc.errs == "" && len(j.errs) != 0:
+				t.Errorf("verdict %q, want none", j.errs)
+			case tc.errs != "" && (len(j.errs) != 1 || !strings.HasPrefix(j.errs[0], tc.errs)):
+				t.Errorf("verdict %q, want one error %q...", j.errs, tc.errs)
+			}
+		})
+	}
+}
