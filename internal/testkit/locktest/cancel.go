@@ -107,7 +107,8 @@ func eventuallyNoKeysButLatches(t testing.TB, env Env, name string) {
 // (miniredis under -race on a loaded machine took 27-113 ms for the bare
 // script in five attempts in a row; with two copies of the suite side by
 // side, a release on a container's Redis took over 20 ms while the other
-// two controls stayed under 10). An attempt with every control well within
+// two controls stayed under 10), spread over about 15 s (a loaded machine
+// stalls in stretches: once all 20 attempts in a row). An attempt with every control well within
 // the grace should succeed; three that fail fail the test: a release that
 // ignores the grace fails every attempt, while one goroutine of a loaded
 // machine can still be held up past the grace while each control, on
@@ -169,6 +170,10 @@ func UnlockIgnoresCancelledContext(t *testing.T, env Env) {
 		}
 		t.Logf("attempt %d: Unlock with a cancelled ctx: %v, with the machine %v late, a bare script taking %v and an Unlock beside it %v: again", attempt, err, stall, script, release)
 		EventuallyNoKeys(t, env, name(t)) // the release went on in the background
+		// A loaded machine stalls in stretches (20 attempts in a row
+		// stalled, with two suites side by side): the attempts are
+		// spread out, 50 ms more apart each time, up to a second.
+		time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second))
 	}
 	EventuallyNoKeys(t, env, name(t)+":control")
 	unlock(t, granted(t, c.RWMutex(name(t)), fairrw.Write))
