@@ -590,11 +590,22 @@ func (e *confEnv) monitor(ctx context.Context, rng *rand.Rand) {
 			e.closed = ""
 			e.closedMu.Unlock()
 			nextClose = now.Add(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
-		case closed != "" && !probed && e.o.idleFor(closed, confProbeIdle) && e.f.quietFor(confProbeQuiet):
+		case closed != "" && !probed && e.o.idleFor(closed, confProbeIdle+e.stalled(now)) && e.f.quietFor(confProbeQuiet+e.stalled(now)):
 			probed = true
 			e.probe(closed)
 		}
 	}
+}
+
+// stalled returns the worst stall of the machine (a bare wait) or of Redis
+// (a PING) that the lateness control saw in the stretch before now that a
+// probe looks back on: its quiet bound plus the longest lease asked for.
+func (e *confEnv) stalled(now time.Time) time.Duration {
+	if e.o.ctl == nil {
+		return 0
+	}
+	from := now.Add(-confProbeQuiet - confLongMax)
+	return max(e.o.ctl.WorstStall(from, now, true), e.o.ctl.WorstStall(from, now, false))
 }
 
 // probe takes the write of an idle name as a new owner of the direct
@@ -657,6 +668,18 @@ func (e *confEnv) probe(name string) {
 	// entry whose withdrawal the pause held back): it proves nothing.
 	if !errors.Is(err, fairrw.ErrNotAcquired) || after != before || e.f.firedWithin(started, time.Now()) {
 		e.o.count("probes inconclusive", 1)
+		return
+	}
+	// Nor does one on a name idle for less than the idle bound plus what
+	// the machine or Redis stalled meanwhile (the probe's own TryLock
+	// included): what a cancelled acquire's attempt took in Redis lasts
+	// until its give-back, which runs in the background once the caller
+	// has gone, as late as the stall held it (a Redis PING took 3.1 s, with
+	// two suites side by side, and a hold of a cancelled RLock outlasted
+	// the idle bound).
+	if stall := e.stalled(time.Now()); started.Sub(idleSince) < confProbeIdle+stall {
+		e.o.count("probes inconclusive", 1)
+		e.o.event(name, "probe inconclusive: refused %v after the name fell idle, with the machine or Redis stalled %v", started.Sub(idleSince).Round(time.Millisecond), stall.Round(time.Millisecond))
 		return
 	}
 	e.o.violate("stranded-hold", name, "the name was idle (no live lease, no call in progress) since %s and the last fault ended %s, yet a new owner's TryLock was refused (%v): Redis still holds something that no live Lease accounts for. Keys of the name:%s",
