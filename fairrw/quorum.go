@@ -24,8 +24,12 @@ type Quorum struct {
 
 	// late tracks the node attempts still running when their round was
 	// decided without them; they release whatever they are granted.
-	late   sync.WaitGroup
-	mu     sync.Mutex
+	late sync.WaitGroup
+	// mu guards closed: every call and give-back reads it (a read lock,
+	// which readers take without waiting on each other: with a mutex,
+	// quorum calls on a starved machine queued on it seconds past their
+	// deadlines), Close writes it.
+	mu     sync.RWMutex
 	closed bool
 }
 
@@ -156,8 +160,8 @@ func (q *Quorum) background(f func()) {
 // begun: the caller then runs it itself. A reserved give-back must end with
 // late.Done.
 func (q *Quorum) reserve() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.mu.RLock()
+	defer q.mu.RUnlock()
 	if q.closed {
 		return false
 	}
@@ -167,8 +171,8 @@ func (q *Quorum) reserve() bool {
 
 // enter fails once Close has begun.
 func (q *Quorum) enter() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.mu.RLock()
+	defer q.mu.RUnlock()
 	if q.closed {
 		return ErrClosed
 	}

@@ -41,12 +41,18 @@ type redisHealth struct {
 	t    *telemetry
 	down atomic.Bool // read on every answered call: the rest under mu
 
+	// lastFail (UnixNano) and failures, the failures reported during the
+	// outage, are written without mu while the outage lasts: every call
+	// that fails for want of Redis reports it, hundreds at once when Redis
+	// stalls, and on a starved machine a lock they all took held them up
+	// seconds past their deadlines (a loaded machine's conformance run).
+	lastFail atomic.Int64
+	failures atomic.Int64
+
 	mu       sync.Mutex
 	closed   bool
 	since    time.Time // the outage's beginning
-	lastFail time.Time
 	answered time.Time // the last answer during the outage
-	failures int       // failures reported during the outage
 	recheck  *time.Timer
 	// renewFailures counts the renewal rounds failing in a row for a
 	// reason other than an outage (logged once).
@@ -89,18 +95,19 @@ func (t *telemetry) redisAnswered() {
 // which was recoverAfter ago, or checks again when it will be. Call it
 // with h.mu held; it unlocks h.mu.
 func (h *redisHealth) settleLocked() {
-	if !h.answered.After(h.lastFail) || h.recheck != nil {
+	lastFail := time.Unix(0, h.lastFail.Load())
+	if !h.answered.After(lastFail) || h.recheck != nil {
 		h.mu.Unlock()
 		return
 	}
-	quiet := time.Since(h.lastFail)
+	quiet := time.Since(lastFail)
 	if quiet < recoverAfter {
 		h.recheck = time.AfterFunc(recoverAfter-quiet, h.settle)
 		h.mu.Unlock()
 		return
 	}
 	h.down.Store(false)
-	lasted, failures := time.Since(h.since).Seconds(), h.failures
+	lasted, failures := time.Since(h.since).Seconds(), h.failures.Load()
 	h.mu.Unlock()
 	t := h.t
 	t.inst.redisUnreachable.Add(context.Background(), -1, t.deploymentOnly.add...)
@@ -131,20 +138,31 @@ func (h *redisHealth) isClosed() bool {
 // call's (a handler may take its trace from it).
 func (t *telemetry) redisFailed(ctx context.Context, addr string, err error) {
 	h := t.health
+	now := time.Now()
+	if h.down.Load() {
+		// Counted in the outage under way, without mu (see lastFail).
+		h.lastFail.Store(now.UnixNano())
+		h.failures.Add(1)
+		if h.down.Load() {
+			return
+		}
+		// The outage ended meanwhile (its end was decided before this
+		// failure): this one begins the next.
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return
 	}
-	now := time.Now()
-	h.lastFail = now
-	h.failures++
+	h.lastFail.Store(now.UnixNano())
 	if h.down.Load() {
+		h.failures.Add(1)
 		h.mu.Unlock()
 		return
 	}
 	h.down.Store(true)
-	h.since, h.failures = now, 1
+	h.since = now
+	h.failures.Store(1)
 	h.mu.Unlock()
 	t.inst.redisUnreachable.Add(context.Background(), 1, t.deploymentOnly.add...)
 	k := kindOf(err)
