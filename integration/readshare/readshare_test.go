@@ -56,6 +56,7 @@ func TestReadShareWithoutRedis(t *testing.T) {
 				wg      sync.WaitGroup
 			)
 			m := c.RWMutex(name)
+			readsStart := time.Now()
 			for range goroutines {
 				wg.Go(func() {
 					for range cycles {
@@ -106,9 +107,12 @@ func TestReadShareWithoutRedis(t *testing.T) {
 			}
 			// A writer of another Client, meanwhile queued or not, gets the
 			// lock once the reads are over, alone.
-			wl, err := other.RWMutex(name).Lock(ctx)
+			// The writer has a wait of its own: on a loaded machine (two
+			// suites side by side) the reads took most of the test's ctx.
+			readsTook := time.Since(readsStart)
+			wl, err := other.RWMutex(name).Lock(itest.CtxFor(t, 30*time.Second))
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("the writer once the reads were over (they took %v): %v", readsTook.Round(time.Millisecond), err)
 			}
 			mu.Lock()
 			writer, n := true, holders
