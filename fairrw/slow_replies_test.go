@@ -383,7 +383,11 @@ func TestSlowRepliesCloseEndsALateRound(t *testing.T) {
 	)
 	ctl := lateness.Start(t)
 	proxy := startSlowReplyProxy(t, r.Addr)
-	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true}),
+	// rueidis closes each connection by a PING it waits for a second at
+	// most: one connection (not the 4 it opens by default as it uses
+	// them), so that its close takes a second, not one per connection
+	// (5 s with two suites side by side).
+	c, err := fairrw.New(fairrw.WithClientOption(rueidis.ClientOption{InitAddress: []string{proxy.addr()}, DisableCache: true, PipelineMultiplex: -1}),
 		fairrw.WithLeaseTime(leaseTime))
 	if err != nil {
 		t.Fatal(err)
@@ -398,8 +402,8 @@ func TestSlowRepliesCloseEndsALateRound(t *testing.T) {
 	// Past the first round's interval: its calls wait for their answers.
 	time.Sleep(leaseTime/3 + leaseTime/6)
 	// Waiting for the round's answer would take Close 4.5 s more; closing
-	// the rueidis client takes it 2 s whatever is pending (rueidis's own
-	// close waits that long for replies on its way).
+	// the rueidis client takes up to a second per connection whatever is
+	// pending (rueidis's own close waits that long for a PING's reply).
 	start := time.Now()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
