@@ -295,7 +295,7 @@ func RunConformance(t *testing.T, tg ConfTarget, topSeed, seed uint64, dur time.
 	// for a new owner at once.
 	for _, n := range e.Names {
 		wait := time.Now().Add(confProbeQuiet + confProbeIdle + 2*time.Second + e.stalled(time.Now()))
-		for !(e.o.idleFor(n, confProbeIdle+e.stalled(time.Now())) && e.f.quietFor(confProbeQuiet+e.stalled(time.Now()))) && time.Now().Before(wait) {
+		for !e.probeReady(n, time.Now()) && time.Now().Before(wait) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		e.probe(n)

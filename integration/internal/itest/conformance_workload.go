@@ -590,7 +590,7 @@ func (e *confEnv) monitor(ctx context.Context, rng *rand.Rand) {
 			e.closed = ""
 			e.closedMu.Unlock()
 			nextClose = now.Add(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
-		case closed != "" && !probed && e.o.idleFor(closed, confProbeIdle+e.stalled(now)) && e.f.quietFor(confProbeQuiet+e.stalled(now)):
+		case closed != "" && !probed && e.probeReady(closed, now):
 			probed = true
 			e.probe(closed)
 		}
@@ -606,6 +606,14 @@ func (e *confEnv) stalled(now time.Time) time.Duration {
 	}
 	from := now.Add(-confProbeQuiet - confLongMax)
 	return max(e.o.ctl.WorstStall(from, now, true), e.o.ctl.WorstStall(from, now, false))
+}
+
+// probeReady reports whether name has been idle for confProbeIdle, with no
+// fault for confProbeQuiet, each plus what the machine or Redis stalled
+// meanwhile (see stalled).
+func (e *confEnv) probeReady(name string, now time.Time) bool {
+	stall := e.stalled(now)
+	return e.o.idleFor(name, confProbeIdle+stall) && e.f.quietFor(confProbeQuiet+stall)
 }
 
 // probe takes the write of an idle name as a new owner of the direct
