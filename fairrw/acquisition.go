@@ -63,6 +63,11 @@ type acquisition struct {
 	// that went unanswered in time, and falls back once one is answered
 	// (see slower).
 	answerBound time.Duration
+	// keep, when set, is asked when the caller's ctx ended before the
+	// outcome: true keeps the acquisition going for another caller, who
+	// carries it on (resume) or gives it up (abandon); false ends it.
+	// A shared read's leader sets it (see leadRun).
+	keep func(*acquisition) bool
 }
 
 // slower lengthens the wait of the acquisition's next attempt for its
@@ -141,13 +146,39 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		a.w = m.c.waiters().JoinListening(&m.keys.Keys, waitMode(a.mode), a.o.id)
 		joined = a.w != nil
 	}
-	defer func() {
-		if a.w != nil {
-			m.c.waiters().Leave(a.w)
-		}
-	}()
 	got, err := a.first(ctx, joined)
-	return a.outcome(ctx, got, err)
+	return a.end(ctx, got, err)
+}
+
+// resume carries on an acquisition that another read of its Client kept
+// (see keep): it tries again at once as the same owner, which finds its
+// place in Redis (its queue entry, or a grant made to it meanwhile), and
+// waits on as its first caller would have.
+func (a *acquisition) resume(ctx context.Context) (*Lease, error) {
+	got, err := a.waitFor(ctx, a.m.c.settings().leaseTime, false)
+	return a.end(ctx, got, err)
+}
+
+// end is the acquisition's last step: its outcome, unless its caller's ctx
+// ended while a read it stands for in Redis still waits (keep), which
+// carries it on.
+func (a *acquisition) end(ctx context.Context, got attemptResult, err error) (*Lease, error) {
+	if err != nil && a.keep != nil && ctx.Err() != nil && !a.m.c.isClosing() && a.keep(a) {
+		return nil, err
+	}
+	l, err := a.outcome(ctx, got, err)
+	if a.w != nil {
+		a.m.c.waiters().Leave(a.w)
+		a.w = nil
+	}
+	return l, err
+}
+
+// abandon ends an acquisition kept for reads that all left before one
+// carried it on: what of its owner Redis may keep is given back.
+func (a *acquisition) abandon() {
+	a.keep = nil
+	_, _ = a.end(context.Background(), attemptResult{}, context.Canceled)
 }
 
 // runQueued carries to its outcome an acquisition whose owner a release
@@ -157,7 +188,6 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 // may or may not have queued the owner), it starts with an attempt, as the
 // same owner: one finds its entry, or its grant, and takes it up.
 func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, error) {
-	defer a.m.c.waiters().Leave(a.w)
 	var got attemptResult
 	var err error
 	if released == nil {
@@ -166,7 +196,7 @@ func (a *acquisition) runQueued(ctx context.Context, released error) (*Lease, er
 		a.o.sent = true // a copy of that release may still queue it
 		got, err = a.first(ctx, true)
 	}
-	return a.outcome(ctx, got, err)
+	return a.end(ctx, got, err)
 }
 
 // outcome turns the end of the acquisition's wait into its outcome: a

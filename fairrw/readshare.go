@@ -99,10 +99,76 @@ func (r *readShares) hold(s *readShare) {
 // leader), which the reads that come meanwhile wait for rather than each
 // go to Redis. done closes when its acquire ends; o and token are then its
 // grant's (o nil: not granted).
+//
+// The run's place in Redis is every waiting read's: a read that waited for
+// it came before whatever queued there since, and the policy orders it so
+// (PhaseFair grants it before writers that came later). So when the
+// leader's caller leaves (its ctx ended) while reads still wait, its
+// acquisition is kept (kept, handed): the first of them to see it carries
+// it on as the run's leader, as the same owner in the same place; if they
+// all leave first, the last one gives it up.
 type leadRun struct {
 	done  chan struct{}
 	o     *owner
 	token uint64
+	// waiting counts the reads that wait for the run, its leader not
+	// counted. kept is an acquisition its leader left to them; handed is
+	// closed when one is kept, and replaced when it is taken.
+	waiting int
+	kept    *acquisition
+	handed  chan struct{}
+}
+
+// keeper is the keep of an acquisition that leads run (see
+// acquisition.keep): it hands the acquisition to the reads that wait, if
+// any, after counting what it did so far into stats; kept reports that it
+// did. It runs in the leader's goroutine.
+func (r *readShares) keeper(run *leadRun, stats *acquireStats, kept *bool) func(*acquisition) bool {
+	return func(a *acquisition) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if run.waiting == 0 {
+			return false
+		}
+		a.addTo(stats)
+		a.attempts, a.waited = 0, false
+		run.kept, *kept = a, true
+		close(run.handed)
+		return true
+	}
+}
+
+// take returns the acquisition run's leader left, for the read that
+// carries it on, or nil if another read took it.
+func (r *readShares) take(run *leadRun) *acquisition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := run.kept
+	if a != nil {
+		run.kept, run.handed = nil, make(chan struct{})
+		run.waiting--
+	}
+	return a
+}
+
+// left counts out a read that stopped waiting for run (its ctx ended, or
+// Close). The last one gives up an acquisition that nobody carried on,
+// which ends the run.
+func (r *readShares) left(s *readShare, run *leadRun) {
+	r.mu.Lock()
+	run.waiting--
+	a := run.kept
+	if run.waiting > 0 || a == nil {
+		r.mu.Unlock()
+		return
+	}
+	run.kept = nil
+	if s.lead == run {
+		s.lead = nil
+	}
+	close(run.done)
+	r.mu.Unlock()
+	a.abandon()
 }
 
 // formedBy records the end of a read's acquire in Redis for s: its Lease,
@@ -119,7 +185,9 @@ func (r *readShares) formedBy(s *readShare, l *Lease, run *leadRun) {
 		if l != nil {
 			run.o, run.token = l.own, l.token
 		}
-		s.lead = nil
+		if s.lead == run {
+			s.lead = nil
+		}
 		close(run.done)
 	}
 }

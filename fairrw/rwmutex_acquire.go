@@ -192,27 +192,57 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 		}
 		if follow == nil {
 			a := &acquisition{m: m, mode: Read, cfg: cfg, wait: wait, o: m.newOwner(), reader: rd}
-			l, err := a.run(ctx)
-			a.addTo(attempts)
-			r.formedBy(s, l, lead)
-			return l, err
+			return m.leadShared(ctx, s, lead, a, a.run, attempts)
 		}
 		attempts.waited = true
 		// Its leader's attempt stands for it in Redis.
 		rd.settle()
 		m.tel.waiting(Read, 1)
-		select {
-		case <-follow.done:
-			m.tel.waiting(Read, -1)
-			admitted = follow
-		case <-ctx.Done():
-			m.tel.waiting(Read, -1)
-			return nil, m.waitError(ctx.Err())
-		case <-m.c.closingDone():
-			m.tel.waiting(Read, -1)
-			return nil, closedError(m.keys.name)
+		for admitted = nil; admitted == nil; {
+			r.mu.Lock()
+			handed := follow.handed
+			r.mu.Unlock()
+			select {
+			case <-follow.done:
+				m.tel.waiting(Read, -1)
+				admitted = follow
+			case <-handed:
+				a := r.take(follow)
+				if a == nil {
+					continue // another read carries it on
+				}
+				m.tel.waiting(Read, -1)
+				return m.leadShared(ctx, s, follow, a, a.resume, attempts)
+			case <-ctx.Done():
+				m.tel.waiting(Read, -1)
+				r.left(s, follow)
+				return nil, m.waitError(ctx.Err())
+			case <-m.c.closingDone():
+				m.tel.waiting(Read, -1)
+				r.left(s, follow)
+				return nil, closedError(m.keys.name)
+			}
 		}
 	}
+}
+
+// leadShared runs a, a read's acquisition in Redis (by step: a.run, or
+// a.resume for one its run's last leader left), as run's leader if run is
+// set: its grant becomes the shared hold, and its end ends the run unless
+// the reads that wait for it carry it on (leadRun).
+func (m *RWMutex) leadShared(ctx context.Context, s *readShare, run *leadRun, a *acquisition, step func(context.Context) (*Lease, error), attempts *acquireStats) (*Lease, error) {
+	r := m.c.readShares()
+	kept := false
+	if run != nil {
+		a.keep = r.keeper(run, attempts, &kept)
+	}
+	l, err := step(ctx)
+	if kept {
+		return nil, err // counted by keep; the run goes on
+	}
+	a.addTo(attempts)
+	r.formedBy(s, l, run)
+	return l, err
 }
 
 // joinShare returns a Lease on the name's shared read hold (cfg.share), or
@@ -270,9 +300,10 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, a
 	case !wait:
 		return nil, nil, nil
 	case s.lead != nil:
+		s.lead.waiting++
 		return nil, nil, s.lead
 	default:
-		s.lead = &leadRun{done: make(chan struct{})}
+		s.lead = &leadRun{done: make(chan struct{}), handed: make(chan struct{})}
 		return nil, s.lead, nil
 	}
 }

@@ -94,6 +94,7 @@ local function write(count)
     st.wgrant = false
     if further <= 0 then
       hset_until(now + lease, lease, false, 'wcount', count, 'wdeadline', now + lease, 'wgrant', 0)
+      fit(now + lease, lease) -- fair_lib.lua
       return token
     end
     local deadline = math.max(now + lease, st.wdeadline)
@@ -168,6 +169,9 @@ else
     end
     hset_until(deadline, lease, not st.policy, 'writer', owner, 'wcount', 1, 'wdeadline', deadline,
       'wtoken', string.format('%.0f', granted))
+    if queued then
+      fit(deadline, lease) -- fair_lib.lua
+    end
   else
     if open and h then
       -- The lock is free and its next writer waits (its grant was lost

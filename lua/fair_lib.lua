@@ -136,6 +136,26 @@ local function hset_until(deadline, span, new, ...)
   cover(S, h, new)
 end
 
+-- fit makes S live as long as a write granted after its owner queued
+-- (deadline, span: its lease) when nothing else of the lock is left (no
+-- reader, queue, waiting or admitted reader, nor one turned away): S's
+-- horizon covered the owner's queue entry, a queue lease on, which the
+-- write would otherwise keep S alive for, up to one and a half queue
+-- leases after a short lease ran out. Only a grant from the queue calls it:
+-- one EXISTS, whatever waits.
+local function fit(deadline, span)
+  if st.turned or redis.call('exists', R, Q, W, A) ~= 0 then
+    return
+  end
+  local h = deadline + math.floor(span / 2)
+  if st.horizon and st.horizon <= h then
+    return
+  end
+  redis.call('hset', S, 'horizon', h)
+  redis.call('pexpireat', S, h)
+  st.horizon = h
+end
+
 -- mismatch returns an error reply when the name is held under another
 -- policy (checked before anything is written), and otherwise whether the
 -- owner's give-up marker M may exist (the caller checks it then): on a new

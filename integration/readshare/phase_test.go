@@ -2,10 +2,14 @@ package readshare
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/fairrw/rwlock/fairrw"
 	"github.com/fairrw/rwlock/integration/internal/itest"
@@ -189,4 +193,212 @@ func TestReadSharePhaseFairNoJoinWhileWriterKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+}
+
+// gatedRedis holds every Do and DoMulti of the Client it wraps while its
+// gate is shut, until the gate opens or the call's ctx ends (the call is
+// then not sent).
+type gatedRedis struct {
+	rueidis.Client
+	mu   sync.Mutex
+	gate chan struct{} // nil: open
+}
+
+func (g *gatedRedis) shut() {
+	g.mu.Lock()
+	g.gate = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedRedis) open() {
+	g.mu.Lock()
+	close(g.gate)
+	g.gate = nil
+	g.mu.Unlock()
+}
+
+func (g *gatedRedis) pass(ctx context.Context) error {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gatedRedis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if err := g.pass(ctx); err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	return g.Client.Do(ctx, cmd)
+}
+
+func (g *gatedRedis) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	if err := g.pass(ctx); err != nil {
+		out := make([]rueidis.RedisResult, len(cmds))
+		for i := range out {
+			out[i] = rueidis.NewErrorResult(err)
+		}
+		return out
+	}
+	return g.Client.DoMulti(ctx, cmds...)
+}
+
+// TestReadSharePhaseFairLeaderLeaves: a read that waits for its Client's
+// read acquiring in Redis (its leader) keeps that leader's place when the
+// leader's caller leaves. Under PhaseFair: a write holds; the Client's
+// first read queues in Redis, a second follows it, then another Client's
+// writer queues. The write's release admits the first read, whose caller
+// leaves (its ctx cancelled, its Client's calls held meanwhile) before it
+// takes up the admission. The second read, asked for before the writer,
+// must carry the first read's acquisition on and be granted before that
+// writer, which is granted only once the read ends. (Had it started again
+// in Redis on its own, it would have come after the writer, and waited
+// through its write.)
+func TestReadSharePhaseFairLeaderLeaves(t *testing.T) {
+	r := redistest.Start(t)
+	ctx := itest.TestCtx(t)
+	p := fairrw.WithPolicy(fairrw.PhaseFair())
+	holder := itest.NewClient(t, r, itest.Transports[0], p)
+	writer := itest.NewClient(t, r, itest.Transports[0], p)
+	var g *gatedRedis
+	readers := itest.NewClient(t, r, itest.Transports[0], p, fairrw.WithRedisWrapper(func(rdb rueidis.Client) rueidis.Client {
+		g = &gatedRedis{Client: rdb}
+		return g
+	}))
+	name := "rs-leader-leaves"
+	waiting := func(readers, writers int) {
+		t.Helper()
+		itest.AwaitWaiting(t, ctx, holder, name, readers, writers)
+	}
+	w1, err := holder.RWMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readers.RWMutex(name)
+	lctx, leave := context.WithCancel(ctx)
+	defer leave()
+	first := itest.RLockThenUnlock(lctx, m)
+	waiting(1, 0) // the first read queued in Redis
+	second := make(chan itest.AdvResult, 1)
+	go func() {
+		l, err := m.RLock(ctx)
+		second <- itest.AdvResult{L: l, Err: err, At: time.Now()}
+	}()
+	time.Sleep(50 * time.Millisecond) // it follows the first: nothing more in Redis
+	waiting(1, 0)
+	w2 := itest.AdvLock(ctx, writer.RWMutex(name))
+	waiting(1, 1)
+
+	g.shut()
+	if err := w1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // the release's message reaches the first read
+	leave()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first read: %v, want its ctx's cancellation", err)
+	}
+	g.open()
+
+	var res itest.AdvResult
+	select {
+	case res = <-second:
+	case res2 := <-w2:
+		t.Fatalf("the writer, asked for after the second read, was granted first (%v)", res2.Err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second read was not granted in 10s")
+	}
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case res2 := <-w2:
+		t.Fatalf("the writer granted (%v) while the read held", res2.Err)
+	default:
+	}
+	if err := res.L.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res2 := itest.AdvRecv(t, w2, 10*time.Second, "the writer")
+	if res2.Err != nil {
+		t.Fatal(res2.Err)
+	}
+	if err := res2.L.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+}
+
+// TestReadShareLeaderAndFollowersLeave: when the read acquiring in Redis
+// for its Client and every read waiting for it all leave (their ctxs
+// cancelled one after the other, so the second carries the first's
+// acquisition on before leaving, or together), nothing of them stays: the
+// write's release is followed by a writer asked for later, and no key is
+// left behind. Under both fair policies.
+func TestReadShareLeaderAndFollowersLeave(t *testing.T) {
+	for _, pol := range []fairrw.Policy{fairrw.PhaseFair(), fairrw.WriterPreferring()} {
+		for _, together := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/together=%v", pol, together), func(t *testing.T) {
+				r := redistest.Start(t)
+				ctx := itest.TestCtx(t)
+				p := fairrw.WithPolicy(pol)
+				holder := itest.NewClient(t, r, itest.Transports[0], p)
+				readers := itest.NewClient(t, r, itest.Transports[0], p)
+				name := "rs-all-leave"
+				w1, err := holder.RWMutex(name).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := readers.RWMutex(name)
+				var leaves []context.CancelFunc
+				var ends []<-chan error
+				for i := range 3 {
+					rctx, leave := context.WithCancel(ctx)
+					defer leave()
+					leaves, ends = append(leaves, leave), append(ends, itest.RLockThenUnlock(rctx, m))
+					if i == 0 && pol.String() == fairrw.PhaseFair().String() {
+						itest.AwaitWaiting(t, ctx, holder, name, 1, 0) // the first read waits in Redis
+					}
+					time.Sleep(30 * time.Millisecond)
+				}
+				for i, leave := range leaves {
+					leave()
+					if !together {
+						if err := <-ends[i]; !errors.Is(err, context.Canceled) {
+							t.Fatalf("read %d: %v, want its ctx's cancellation", i, err)
+						}
+						time.Sleep(30 * time.Millisecond) // the next carries it on, and waits
+					}
+				}
+				if together {
+					for i, end := range ends {
+						if err := <-end; !errors.Is(err, context.Canceled) {
+							t.Fatalf("read %d: %v, want its ctx's cancellation", i, err)
+						}
+					}
+				}
+				if err := w1.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				w2, err := holder.RWMutex(name).Lock(wctx)
+				if err != nil {
+					t.Fatalf("a writer after the reads left: %v", err)
+				}
+				if err := w2.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+			})
+		}
+	}
 }

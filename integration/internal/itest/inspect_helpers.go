@@ -138,16 +138,38 @@ func ReadHolds(p fairrw.Policy, n int) string {
 // waiting (a waiter queued in Redis), within ctx.
 func AwaitWaitingWriters(t testing.TB, ctx context.Context, c *fairrw.Client, name string, n int) {
 	t.Helper()
+	AwaitWaiting(t, ctx, c, name, -1, n)
+}
+
+// AwaitWaiting polls c's Inspect of name until it shows readers readers
+// (PhaseFair's waiting or admitted readers; -1: any number) and writers
+// writers waiting, within ctx.
+func AwaitWaiting(t testing.TB, ctx context.Context, c *fairrw.Client, name string, readers, writers int) {
+	t.Helper()
 	for {
 		info, err := c.Inspect(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(info.WaitingWriters) == n {
+		if (readers < 0 || len(info.WaitingReaders) == readers) && len(info.WaitingWriters) == writers {
 			return
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// RLockThenUnlock takes m's read on a goroutine of its own, waiting, and
+// unlocks it at once; the outcome comes on the channel.
+func RLockThenUnlock(ctx context.Context, m *fairrw.RWMutex) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		l, err := m.RLock(ctx)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	return done
 }
 
 // LockThenUnlock takes m's write on a goroutine of its own, waiting, and

@@ -43,8 +43,8 @@ const (
 // "older", the long hold is the one released, and the further hold must
 // keep the lock.
 func ShorterHoldNeverShortens(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
-	w := watchStalls(t, env.Raw)
+	w, watched := watchStalls(t, env.Raw)
+	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog), watched)
 	for _, tc := range []shorterCase{
 		{"write/long", fairrw.Write, fairrw.Write, furtherLong, false},
 		{"write/short", fairrw.Write, fairrw.Write, furtherShort, false},
@@ -186,8 +186,8 @@ var orders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2,
 // ErrNotHeld and counts no more; and as soon as the last live hold is
 // unlocked, another owner's TryLock is granted at once.
 func FurtherHoldsEach(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
-	w := watchStalls(t, env.Raw)
+	w, watched := watchStalls(t, env.Raw)
+	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog), watched)
 	for _, kind := range []struct {
 		name  string
 		modes [3]fairrw.Mode

@@ -57,6 +57,7 @@ func Run(t *testing.T, env Env) {
 		{"CancelStormLeavesNothing", CancelStormLeavesNothing},
 		{"UnlockIgnoresCancelledContext", UnlockIgnoresCancelledContext},
 		{"ExplicitLeaseExpires", ExplicitLeaseExpires},
+		{"QueuedWriteLeavesNothing", QueuedWriteLeavesNothing},
 		{"WatchdogKeepsLeaseAlive", WatchdogKeepsLeaseAlive},
 		{"LostLeaseIsReported", LostLeaseIsReported},
 		{"DeadClientFreesLock", DeadClientFreesLock},

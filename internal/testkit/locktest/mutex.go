@@ -211,8 +211,8 @@ func MutexSharedHandleExcludes(t *testing.T, env Env) {
 // order, never shorten each other, and the mutex is free at once after the
 // last live one.
 func MutexFurtherHoldsEach(t *testing.T, env Env) {
-	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog))
-	w := watchStalls(t, env.Raw)
+	w, watched := watchStalls(t, env.Raw)
+	c := env.client(t, fairrw.WithLeaseTime(furtherWatchdog), watched)
 	for _, order := range orders {
 		// The orders mostly wait for leases: side by side, each on its own lock.
 		o := itoa(int64(order[0]*100 + order[1]*10 + order[2]))

@@ -56,8 +56,8 @@ func MutexWatchdogKeepsAlive(t *testing.T, env Env) {
 	// failed while the machine or Redis stalled for a renew interval runs
 	// again (see retried).
 	const lease = 2 * time.Second // as FurtherHoldsEach's: 1 s leases were lost under two suites side by side
-	c := env.client(t, fairrw.WithLeaseTime(lease))
-	w := watchStalls(t, env.Raw)
+	w, watched := watchStalls(t, env.Raw)
+	c := env.client(t, fairrw.WithLeaseTime(lease), watched)
 	w.retried(t, lease/3, func(t testing.TB, try int) {
 		n := tryName(name(t), try)
 		m := c.Mutex(n)

@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -297,6 +298,36 @@ func ExplicitLeaseExpires(t *testing.T, env Env) {
 	EventuallyNoKeys(t, env, name(t))
 }
 
+// QueuedWriteLeavesNothing: a write granted after it waited in Redis (its
+// queue entry there lived a queue lease) leaves nothing of the name once
+// its short lease has run out: the lock's keys live as long as what they
+// hold, not as long as the queue entry the writer had. Granted by the
+// holder's release, and by its own attempt once the holder's lease ran
+// out.
+func QueuedWriteLeavesNothing(t *testing.T, env Env) {
+	c1, c2 := env.client(t), env.client(t)
+	for _, released := range []bool{true, false} {
+		n := fmt.Sprintf("%s:released=%v", name(t), released)
+		var opts []fairrw.AcquireOption
+		if !released {
+			opts = append(opts, fairrw.WithLease(300*time.Millisecond))
+		}
+		held := lock(t, c1.RWMutex(n), fairrw.Write, opts...)
+		waiting := acquireAsync(ctx(t), c2.RWMutex(n), fairrw.Write, fairrw.WithLease(300*time.Millisecond))
+		time.Sleep(100 * time.Millisecond) // it queues
+		if released {
+			unlock(t, held)
+		} else if err := waitDone(t, held, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+			t.Fatalf("the holder's short lease: Err = %v, want ErrLeaseLost", err)
+		}
+		next := receive(t, waiting)
+		if err := waitDone(t, next, 5*time.Second); !errors.Is(err, fairrw.ErrLeaseLost) {
+			t.Fatalf("the queued writer's short lease: Err = %v, want ErrLeaseLost", err)
+		}
+		EventuallyNothing(t, env, n, 5*time.Second)
+	}
+}
+
 // WatchdogKeepsLeaseAlive: a lease without WithLease outlives several lease
 // times while its Client renews it, and so does a further hold taken from
 // it (a downgrade read here).
@@ -306,8 +337,8 @@ func WatchdogKeepsLeaseAlive(t *testing.T, env Env) {
 	// failed while the machine or Redis stalled for a renew interval runs
 	// again (see retried).
 	const lease = time.Second
-	c := env.client(t, fairrw.WithLeaseTime(lease))
-	st := watchStalls(t, env.Raw)
+	st, watched := watchStalls(t, env.Raw)
+	c := env.client(t, fairrw.WithLeaseTime(lease), watched)
 	st.retried(t, lease/3, func(t testing.TB, try int) {
 		n := tryName(name(t), try)
 		m, other := c.RWMutex(n), c.RWMutex(n)

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/redis/rueidis"
+
+	"github.com/fairrw/rwlock/fairrw"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 )
 
 // watchStalls starts the control of a scenario whose holds must outlive
@@ -20,12 +22,30 @@ import (
 // and a watchdog lease lost then says nothing of the library (two CPU
 // burners beside six test packages kept a container's Redis from
 // confirming 2 s leases, in the middle of FurtherHoldsEach).
-func watchStalls(t testing.TB, raw rueidis.Client) stallOf {
+//
+// The option it returns, given to the scenario's Client, adds a PING every
+// 20 ms through that Client's own rueidis client (WithRedisWrapper): its
+// renewal rounds wait behind whatever that client pipelines on its
+// connections, which a PING on a connection of its own does not (an
+// in-process miniredis under -race, serving the parallel cases of a
+// package, answered the control's PINGs within 231 ms while the Client's
+// rounds came too late to keep 2 s leases).
+func watchStalls(t testing.TB, raw rueidis.Client) (stallOf, fairrw.Option) {
 	l := lateness.Start(t)
 	l.WatchClient(raw, "locktest")
+	var mu sync.Mutex
+	n := 0
+	opt := fairrw.WithRedisWrapper(func(rdb rueidis.Client) rueidis.Client {
+		mu.Lock()
+		n++
+		label := fmt.Sprintf("locktest client %d", n)
+		mu.Unlock()
+		l.WatchClient(rdb, label)
+		return rdb
+	})
 	return func(from, to time.Time) time.Duration {
 		return max(l.WorstStall(from, to, true), l.WorstStall(from, to, false))
-	}
+	}, opt
 }
 
 // A stallOf returns the longest stall of the machine or of Redis that
