@@ -159,11 +159,13 @@ func (a *acquisition) resume(ctx context.Context) (*Lease, error) {
 	return a.end(ctx, got, err)
 }
 
-// end is the acquisition's last step: its outcome, unless its caller's ctx
-// ended while a read it stands for in Redis still waits (keep), which
-// carries it on.
+// end is the acquisition's last step: its outcome, unless it ended for its
+// caller's ctx alone while a read it stands for in Redis still waits
+// (keep), which carries it on. A definite failure (a policy mismatch, a
+// skewed clock) is the outcome even if ctx ended meanwhile: carried on,
+// it would fail again.
 func (a *acquisition) end(ctx context.Context, got attemptResult, err error) (*Lease, error) {
-	if err != nil && a.keep != nil && ctx.Err() != nil && !a.m.c.isClosing() && a.keep(a) {
+	if err != nil && a.keep != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !a.m.c.isClosing() && a.keep(a) {
 		return nil, err
 	}
 	l, err := a.outcome(ctx, got, err)

@@ -121,16 +121,17 @@ type leadRun struct {
 
 // keeper is the keep of an acquisition that leads run (see
 // acquisition.keep): it hands the acquisition to the reads that wait, if
-// any, after counting what it did so far into stats; kept reports that it
-// did. It runs in the leader's goroutine.
-func (r *readShares) keeper(run *leadRun, stats *acquireStats, kept *bool) func(*acquisition) bool {
+// any, after copying what it did so far into mine, and setting kept. It
+// runs in the leader's goroutine, whose own variables mine and kept are:
+// not the caller's stats, which would move its trace to the heap.
+func (r *readShares) keeper(run *leadRun, mine *acquireStats, kept *bool) func(*acquisition) bool {
 	return func(a *acquisition) bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if run.waiting == 0 {
 			return false
 		}
-		a.addTo(stats)
+		a.addTo(mine)
 		a.attempts, a.waited = 0, false
 		run.kept, *kept = a, true
 		close(run.handed)

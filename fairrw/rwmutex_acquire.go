@@ -232,13 +232,16 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 // the reads that wait for it carry it on (leadRun).
 func (m *RWMutex) leadShared(ctx context.Context, s *readShare, run *leadRun, a *acquisition, step func(context.Context) (*Lease, error), attempts *acquireStats) (*Lease, error) {
 	r := m.c.readShares()
+	var mine acquireStats
 	kept := false
 	if run != nil {
-		a.keep = r.keeper(run, attempts, &kept)
+		a.keep = r.keeper(run, &mine, &kept)
 	}
 	l, err := step(ctx)
 	if kept {
-		return nil, err // counted by keep; the run goes on
+		attempts.attempts += mine.attempts
+		attempts.waited = attempts.waited || mine.waited
+		return nil, err // the run goes on
 	}
 	a.addTo(attempts)
 	r.formedBy(s, l, run)
