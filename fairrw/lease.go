@@ -534,6 +534,9 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	if l.share != nil {
 		l.m.c.readShares().done(l.share)
 	}
+	if err != nil && (cause == lossExpired || cause == lossDeadline || cause == lossGone) {
+		l.m.giveUpRunOut(l.own, l.mode)
+	}
 	return true
 }
 

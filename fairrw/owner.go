@@ -79,6 +79,9 @@ type owner struct {
 	// unshared is set once a release leaves the owner nothing in Redis:
 	// no read shares its hold any more (readshare.go).
 	unshared bool
+	// givenUp is set once the owner was given up after its last Lease ran
+	// out (RWMutex.giveUpRunOut): once is enough.
+	givenUp bool
 	// keep is the latest time (Unix ns) until which Redis may keep a hold
 	// of the owner, as far as what the Client sent goes: grants, further
 	// holds and renewals only ever move it later (heldOwners).

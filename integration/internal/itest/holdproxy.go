@@ -42,6 +42,9 @@ func StartHoldProxy(t *testing.T, target string) *HoldProxy {
 
 func (p *HoldProxy) Addr() string { return p.ln.Addr().String() }
 
+// Target is the address of the Redis the proxy forwards to.
+func (p *HoldProxy) Target() string { return p.target }
+
 func (p *HoldProxy) Arm(match func([]byte) bool) {
 	p.Mu.Lock()
 	p.match = match
