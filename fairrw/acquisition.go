@@ -442,6 +442,7 @@ func (a *acquisition) attempt(ctx context.Context, further int, waits, tracked b
 		}
 		if !unsent(err) && !definite(err) { // a definite error changed nothing
 			o.unsure, got.unsure = true, true
+			o.copies.Store(true)
 		}
 		if definite(err) || (a.cfg.unreachableFails && !o.unsure) {
 			return got, tag(fmt.Sprintf("fairrw: acquire %q: %s", m.keys.name, reason(err)), err)

@@ -446,6 +446,7 @@ func (l *Lease) releaseOnce(ctx context.Context, deadline time.Time, unreachable
 		next = l.cohort.prequeue(ctx, deadline, l)
 	}
 	last := o.unsure && st.writes == 0 && len(st.reads) == 0
+	o.givenUp = o.givenUp || last
 	sent := time.Now()
 	st = o.written(l, sent) // what the release writes renews the owner's watchdog Leases
 	rc := l.m.newRelease(o, l.mode, st, last)
@@ -520,6 +521,7 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 		l.mu.Unlock()
 		return false
 	}
+	unlocking := l.state == leaseUnlocking
 	l.state = leaseEnded
 	l.err = err
 	l.timer.Stop()
@@ -534,8 +536,10 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	if l.share != nil {
 		l.m.c.readShares().done(l.share)
 	}
-	if err != nil && (cause == lossExpired || cause == lossDeadline || cause == lossGone) {
-		l.m.giveUpRunOut(l.own, l.mode)
+	// An Unlock under way sends the owner's release, which gives it up if
+	// it must (releaseOnce).
+	if err != nil && !unlocking && l.own.copies.Load() && (cause == lossExpired || cause == lossDeadline || cause == lossGone) {
+		l.m.giveUpRunOut(l.own, l.mode, l.lease)
 	}
 	return true
 }

@@ -79,9 +79,13 @@ type owner struct {
 	// unshared is set once a release leaves the owner nothing in Redis:
 	// no read shares its hold any more (readshare.go).
 	unshared bool
-	// givenUp is set once the owner was given up after its last Lease ran
-	// out (RWMutex.giveUpRunOut): once is enough.
+	// givenUp is set once a release gave the owner up (its last one, or
+	// RWMutex.giveUpRunOut after its last Lease ran out): once is enough.
 	givenUp bool
+	// copies is unsure, readable without the owner's lock: a Lease that
+	// ends with no release schedules a give-up only then
+	// (RWMutex.giveUpRunOut), not on every loss.
+	copies atomic.Bool
 	// keep is the latest time (Unix ns) until which Redis may keep a hold
 	// of the owner, as far as what the Client sent goes: grants, further
 	// holds and renewals only ever move it later (heldOwners).

@@ -374,19 +374,22 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 // anything, and releases what it may still hold. A Lease of o still alive
 // (a further hold) keeps it, and its own end comes here again. It reads
 // o.unsure under o's lock, as a further hold's attempt writes it.
-func (m *RWMutex) giveUpRunOut(o *owner, mode Mode) {
+// Close sends nothing: a give-up not begun when the Client closes is not
+// sent (the copy's hold runs out, as without it). lease is the ended
+// Lease's: the give-up is moot once what a copy could take has run out.
+func (m *RWMutex) giveUpRunOut(o *owner, mode Mode, lease time.Duration) {
 	m.c.backgroundTasks().run(func(ctx context.Context) {
 		if o.lock(ctx) != nil {
 			return
 		}
 		st := o.alive(nil, time.Now())
-		idle := o.unsure && !o.givenUp && st.writes == 0 && len(st.reads) == 0
+		idle := o.unsure && !o.givenUp && st.writes == 0 && len(st.reads) == 0 && ctx.Err() == nil && !m.c.isClosing()
 		if idle {
 			o.givenUp, o.unshared = true, true
 		}
 		o.unlock()
 		if idle {
-			m.giveBack(o, mode, m.c.settings().leaseTime)
+			m.giveBack(o, mode, max(lease, m.c.settings().leaseTime))
 		}
 	})
 }
