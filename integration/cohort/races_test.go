@@ -657,14 +657,7 @@ func TestCohortImmediateUnlockAfterPass(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				done := make(chan error, 1)
-				go func() {
-					nl, err := m.Lock(ctx)
-					if err == nil {
-						err = nl.Unlock(ctx)
-					}
-					done <- err
-				}()
+				done := itest.LockThenUnlock(ctx, m)
 				time.Sleep(time.Millisecond)
 				if err := l.Unlock(ctx); err != nil {
 					t.Fatal(err)

@@ -795,14 +795,7 @@ func TestReadShareShutdown(t *testing.T) {
 			leases = append(leases, f)
 			w := itest.AdvLock(ctx, other.RWMutex(name))
 			itest.AwaitWaitingWriters(t, ctx, c, name, 1)
-			waiting := make(chan error, 1)
-			go func() {
-				l, err := m.RLock(ctx)
-				if err == nil {
-					_ = l.Unlock(ctx)
-				}
-				waiting <- err
-			}()
+			waiting := itest.RLockThenUnlock(ctx, m)
 			time.Sleep(50 * time.Millisecond)
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()

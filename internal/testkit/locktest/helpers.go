@@ -81,15 +81,22 @@ func keysOf(t testing.TB, env Env, name string) []string {
 	for _, k := range allKeysOf(t, env, name) {
 		fence := strings.HasPrefix(k, wire.FairPrefix+":") && strings.HasSuffix(k, ":fence")
 		if fence || isMarker(k) {
-			pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
-			if pttl == -1 || pttl > int64(3*hidden.UnlockTimeout/time.Millisecond) && pttl > int64(hidden.LeaseTime/time.Millisecond) {
-				t.Fatalf("%s has PTTL %d, want a TTL no longer than a lease or three unlock timeouts", k, pttl)
-			}
+			checkMarkerTTL(t, env, k)
 			continue
 		}
 		out = append(out, k)
 	}
 	return out
+}
+
+// checkMarkerTTL fails t unless k (a last token, a marker or a latch)
+// expires within a lease or three unlock timeouts.
+func checkMarkerTTL(t testing.TB, env Env, k string) {
+	t.Helper()
+	pttl, _ := env.Raw.Do(ctx(t), env.Raw.B().Pttl().Key(k).Build()).AsInt64()
+	if pttl == -1 || pttl > int64(3*hidden.UnlockTimeout/time.Millisecond) && pttl > int64(hidden.LeaseTime/time.Millisecond) {
+		t.Fatalf("%s has PTTL %d, want a TTL no longer than a lease or three unlock timeouts", k, pttl)
+	}
 }
 
 // isMarker reports whether k is an owner's give-up marker or an unlock
@@ -259,7 +266,7 @@ func EventuallyNothing(t testing.TB, env Env, name string, within time.Duration)
 		var keys []string
 		for _, k := range allKeysOf(t, env, name) {
 			if strings.HasPrefix(k, wire.OwnerMarkerPrefix+":") {
-				keysOf(t, env, k) // its TTL
+				checkMarkerTTL(t, env, k)
 				continue
 			}
 			keys = append(keys, k)
