@@ -402,3 +402,77 @@ func TestReadShareLeaderAndFollowersLeave(t *testing.T) {
 		}
 	}
 }
+
+// TestReadShareCloseWhileHandedOn: a Client closed while a read leads its
+// Client's reads in Redis, or after the leader's caller left and a waiting
+// read carries its acquisition on, fails every read with ErrClosed and
+// leaves nothing of them in Redis: under PhaseFair no read of it stays
+// queued, and under both fair policies the write's release is followed by
+// a writer asked for later, well within the readers' queue lease, and no
+// key is left behind.
+func TestReadShareCloseWhileHandedOn(t *testing.T) {
+	for _, pol := range []fairrw.Policy{fairrw.PhaseFair(), fairrw.WriterPreferring()} {
+		for _, handed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/handed=%v", pol, handed), func(t *testing.T) {
+				r := redistest.Start(t)
+				ctx := itest.TestCtx(t)
+				p := fairrw.WithPolicy(pol)
+				phaseFair := pol.String() == fairrw.PhaseFair().String()
+				holder := itest.NewClient(t, r, itest.Transports[0], p)
+				readers := itest.NewClient(t, r, itest.Transports[0], p)
+				name := "rs-close-handed"
+				w1, err := holder.RWMutex(name).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := readers.RWMutex(name)
+				lctx, leave := context.WithCancel(ctx)
+				defer leave()
+				leader := itest.RLockThenUnlock(lctx, m)
+				if phaseFair {
+					itest.AwaitWaiting(t, ctx, holder, name, 1, 0) // the leader waits in Redis
+				}
+				time.Sleep(30 * time.Millisecond)
+				follower := itest.RLockThenUnlock(ctx, m)
+				time.Sleep(30 * time.Millisecond) // it waits for the leader
+				if handed {
+					leave()
+					if err := <-leader; !errors.Is(err, context.Canceled) {
+						t.Fatalf("the leader: %v, want its ctx's cancellation", err)
+					}
+					time.Sleep(30 * time.Millisecond) // the follower carries it on
+					if phaseFair {
+						itest.AwaitWaiting(t, ctx, holder, name, 1, 0) // still in its place
+					}
+				}
+				if err := readers.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-follower; !errors.Is(err, fairrw.ErrClosed) {
+					t.Errorf("the follower: %v, want ErrClosed", err)
+				}
+				if !handed {
+					if err := <-leader; !errors.Is(err, fairrw.ErrClosed) {
+						t.Errorf("the leader: %v, want ErrClosed", err)
+					}
+				}
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if phaseFair {
+					itest.AwaitWaiting(t, wctx, holder, name, 0, 0) // no read of the closed Client stays queued
+				}
+				if err := w1.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				w2, err := holder.RWMutex(name).Lock(wctx)
+				if err != nil {
+					t.Fatalf("a writer after the Client closed: %v", err)
+				}
+				if err := w2.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+			})
+		}
+	}
+}
