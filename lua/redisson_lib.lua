@@ -17,11 +17,24 @@
 -- "FAIRRW_POLICY ..." when a fair policy holds the name. Usually no such key
 -- exists: one EXISTS tells, and only otherwise are they read one by one.
 --
+-- foreign(marker, fair) is refused()'s answer once one of those keys is
+-- known to exist: {-1, 0} when it is the marker, else the error reply. The
+-- write acquire probes them in one EXISTS with the lock hash itself (so
+-- that a free name costs it no read of the hash) and calls it when more
+-- than the hash exists.
+--
 -- The releases' opening, answered(), is in common.lua: the fair policies'
 -- release shares it.
 --
 -- Invariant: an attempt of an owner that was given up, or that arrives too
 -- late, takes nothing.
+local function foreign(marker, fair)
+  if redis.call('exists', marker) == 1 then
+    return {-1, 0}
+  end
+  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', fair, 'policy') or 'fair'))
+end
+
 local function refused(marker, fair, readers, stamp, window)
   if stale(stamp, window) then
     return {-1, 0}
@@ -29,8 +42,5 @@ local function refused(marker, fair, readers, stamp, window)
   if redis.call('exists', marker, fair, readers) == 0 then
     return nil
   end
-  if redis.call('exists', marker) == 1 then
-    return {-1, 0}
-  end
-  return redis.error_reply('FAIRRW_POLICY lock is held under policy ' .. (redis.call('hget', fair, 'policy') or 'fair'))
+  return foreign(marker, fair)
 end

@@ -75,6 +75,15 @@ end
 local writes, wcover = tonumber(ARGV[10]), tonumber(ARGV[11])
 if writes == 0 then
   wcover = 0 -- no write left to cover (the client sends at least 1 ms)
+  -- The owner's last write, with no read of its own: when mode and the
+  -- write field are all the hash has (a write is granted only on a free
+  -- name, and only its owner takes reads beside it), the lock goes free.
+  -- One HLEN tells, before any write; otherwise the steps below run.
+  if write and rfield == false and redis.call('hlen', KEYS[1]) == 2 then
+    redis.call('del', KEYS[1])
+    redis.call(ARGV[4], KEYS[2], msg)
+    return answer(KEYS[5], 1, ARGV[5])
+  end
 end
 local reads, rcover = #ARGV - 11, 0
 if reads > 0 then

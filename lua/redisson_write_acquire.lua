@@ -23,15 +23,36 @@
 -- its lease to the remaining PTTL (Redisson's quirk, kept for parity), once:
 -- a retry only makes sure the lease is covered. A read holder never gets the
 -- write (no upgrade), even when it is the only reader.
-local early = refused(KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[4]) -- redisson_lib.lua
-if early then
-  return early
+if stale(ARGV[3], ARGV[4]) then -- common.lua
+  return {-1, 0}
 end
 local lease, further = tonumber(ARGV[1]), tonumber(ARGV[5])
 
+-- One EXISTS probes the marker, the fair policies' keys and the hash: on a
+-- free name (the uncontended lock) none exists, and the write is granted
+-- with no read of the hash. Otherwise the hash is read, and what exists
+-- beside it is one of the others: refused as refused() would (redisson_lib.lua).
+local present = redis.call('exists', KEYS[2], KEYS[3], KEYS[5], KEYS[1])
+if present == 0 then
+  if further > 0 then
+    return {-2, 0}
+  end
+  local token = mint(KEYS[4])
+  -- One HSET of both fields writes what Java's two HSETs write, in order.
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return {1, token}
+end
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
 local mode, holds = state[1], tonumber(state[2])
 local remaining = redis.call('pttl', KEYS[1])
+local hash = 1
+if remaining == -2 then
+  hash = 0
+end
+if present > hash then
+  return foreign(KEYS[2], KEYS[3]) -- redisson_lib.lua
+end
 if further > 0 then
   if mode ~= 'write' or not holds then
     return {-2, 0}
@@ -46,15 +67,8 @@ if further > 0 then
   return {1, token}
 end
 
-if mode == false then
-  if remaining ~= -2 then -- the hash exists without "mode": an RLock's
-    return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
-  end
-  local token = mint(KEYS[4])
-  -- One HSET of both fields writes what Java's two HSETs write, in order.
-  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], lease)
-  return {1, token}
+if mode == false then -- the hash exists without "mode": an RLock's
+  return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
 end
 if mode == 'write' and holds then -- a retry of this first hold, which was granted
   local token = last_token(KEYS[4])

@@ -165,6 +165,7 @@ func TestServerCostVerdict(t *testing.T) {
 		costResult("mutex", false, 18, 0, 36, 42000),
 		costResult("rueidislock", false, 11, 0, 44, 70000),
 		costResult("redislock", false, 12, 0, 24, 60000),
+		costResult("redisson-java", true, 16, 0, 0, 50000),
 	}
 	setServerCostRatios(results)
 	wp := results[3].ServerCost
@@ -182,6 +183,7 @@ func TestServerCostVerdict(t *testing.T) {
 		{"", "Redis CPU per contended grant (8 writers on one name) over the same lock's uncontended cycle: " +
 			"mutex 2.00× (36.0µs), phase-fair 2.00× (64.0µs), writer-preferring 2.00× (60.0µs), redisson 3.00× (60.0µs); " +
 			"cheapest peer redislock 2.00× (24.0µs)"},
+		{"", "Redis CPU per uncontended write cycle of the Redisson policy over Java Redisson's own scripts (redisson-java): 1.25× (20.0µs against 16.0µs)"},
 	})
 
 	// Without INFO cpu (miniredis) only the cycles/s line is left; without

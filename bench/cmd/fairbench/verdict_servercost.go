@@ -58,10 +58,41 @@ func serverCostVerdict(results []result, ours map[string]bool) []verdictLine {
 			func(r result) float64 { return r.ServerCost.Contended.CPUVsUncontended },
 			func(r result) string { return fmt.Sprintf(" (%.1fµs)", r.ServerCost.Contended.RedisCPUUsec) })})
 	}
+	if line, ok := redissonOverJava(results); ok {
+		lines = append(lines, line)
+	}
 	if len(lines) > 0 {
 		lines[0].Topic = "server cost"
 	}
 	return lines
+}
+
+// redissonOverJava says what fairrw's Redisson policy costs Redis per
+// uncontended write cycle over Java Redisson's own scripts (the
+// redisson-java pair) in the same run (issue 35's target: at most 1.1×),
+// when both ran and Redis reported its CPU.
+func redissonOverJava(results []result) (verdictLine, bool) {
+	var java, ours *cycleCost
+	for _, r := range results {
+		if r.ServerCost == nil {
+			continue
+		}
+		switch {
+		case r.Baseline && r.Contender == bare.RedissonJavaPair.Name:
+			java = r.ServerCost.Write
+		case !r.Baseline && r.Contender == "redisson":
+			ours = r.ServerCost.Write
+		}
+	}
+	if java == nil || ours == nil {
+		return verdictLine{}, false
+	}
+	q := quotient(ours.RedisCPUUsec, java.RedisCPUUsec)
+	if q == 0 {
+		return verdictLine{}, false
+	}
+	return verdictLine{Text: fmt.Sprintf("Redis CPU per uncontended write cycle of the Redisson policy over Java Redisson's own scripts (redisson-java): %.2f× (%.1fµs against %.1fµs)",
+		q, ours.RedisCPUUsec, java.RedisCPUUsec)}, true
 }
 
 // rankCost lists fairrw's locks (ours) by the figure f, best first

@@ -126,7 +126,7 @@ return 1`),
 )
 
 // Pairs returns every pair, LuaPair (the reference of the ratios) first.
-func Pairs() []*Pair { return []*Pair{LuaPair, EvalshaPair, FastPathFloor} }
+func Pairs() []*Pair { return []*Pair{LuaPair, EvalshaPair, FastPathFloor, RedissonJavaPair} }
 
 // Keys returns the KEYS of key's cycle. Compute them once per key: Cycle
 // then allocates nothing for them, as a lock handle would not.
@@ -143,7 +143,9 @@ func (p *Pair) Cycle(ctx context.Context, rdb rueidis.Client, keys []string) err
 	case p.unlockKeys > 0:
 		ukeys = keys[:p.unlockKeys]
 	}
-	if err := p.lock.Exec(ctx, rdb, lkeys, p.lockArgs).Error(); err != nil {
+	// nil is a grant in Redisson's convention (RedissonJavaPair); a
+	// refusal shows in the unlock, which then releases nothing.
+	if err := p.lock.Exec(ctx, rdb, lkeys, p.lockArgs).Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return fmt.Errorf("%s lock: %w", p.Name, err)
 	}
 	n, err := p.unlock.Exec(ctx, rdb, ukeys, p.unlockArgs).AsInt64()
