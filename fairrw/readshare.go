@@ -1,6 +1,7 @@
 package fairrw
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -106,7 +107,12 @@ func (r *readShares) hold(s *readShare) {
 // leader's caller leaves (its ctx ended) while reads still wait, its
 // acquisition is kept (kept, handed): the first of them to see it carries
 // it on as the run's leader, as the same owner in the same place; if they
-// all leave first, the last one gives it up.
+// all leave first, the last one gives it up. And when the leader is
+// granted, a Lease on its hold is made for each read that waits (leases)
+// before its caller has its own, so that no Unlock of the leader's can
+// release the hold in Redis before they join it: a leader that unlocked at
+// once sent the reads that waited for it back to Redis, behind the writers
+// that queued after them (and, under PhaseFair, through their writes).
 type leadRun struct {
 	done  chan struct{}
 	o     *owner
@@ -117,6 +123,10 @@ type leadRun struct {
 	waiting int
 	kept    *acquisition
 	handed  chan struct{}
+	// leases are the Leases made on the granted leader's hold for the reads
+	// that wait, one each (set as done closes): each takes one (claim), or
+	// unlocks one if it leaves instead (left).
+	leases []*Lease
 }
 
 // keeper is the keep of an acquisition that leads run (see
@@ -154,10 +164,16 @@ func (r *readShares) take(run *leadRun) *acquisition {
 
 // left counts out a read that stopped waiting for run (its ctx ended, or
 // Close). The last one gives up an acquisition that nobody carried on,
-// which ends the run.
-func (r *readShares) left(s *readShare, run *leadRun) {
+// which ends the run. One whose run was granted meanwhile unlocks the
+// Lease made for it there (with ctx, ended: at most the clean-up grace).
+func (r *readShares) left(ctx context.Context, s *readShare, run *leadRun) {
 	r.mu.Lock()
 	run.waiting--
+	if mine := run.pop(); mine != nil {
+		r.mu.Unlock()
+		_ = mine.Unlock(ctx)
+		return
+	}
 	a := run.kept
 	if run.waiting > 0 || a == nil {
 		r.mu.Unlock()
@@ -172,25 +188,60 @@ func (r *readShares) left(s *readShare, run *leadRun) {
 	a.abandon()
 }
 
+// pop takes one of run.leases, if any is left. r.mu is held.
+func (run *leadRun) pop() *Lease {
+	n := len(run.leases)
+	if n == 0 {
+		return nil
+	}
+	l := run.leases[n-1]
+	run.leases[n-1] = nil
+	run.leases = run.leases[:n-1]
+	return l
+}
+
+// claim returns the Lease that run's leader made for a read that waited
+// for it (see leadRun), or nil if none is left for it, or the one it took
+// has ended meanwhile (a renewal found the hold gone, or it ran out).
+func (r *readShares) claim(run *leadRun) *Lease {
+	r.mu.Lock()
+	l := run.pop()
+	r.mu.Unlock()
+	if l == nil || l.Err() != nil {
+		return nil
+	}
+	return l
+}
+
 // formedBy records the end of a read's acquire in Redis for s: its Lease,
 // if granted, becomes the shared hold (the latest grant has the longest
 // lease; a hold shared before keeps its Leases); a leader's end wakes the
-// reads that waited for it (run).
-func (r *readShares) formedBy(s *readShare, l *Lease, run *leadRun) {
+// reads that waited for it (run). A granted leader's run needs a Lease on
+// its hold for each of them (made): while more wait than were made, and
+// final is not set, it changes nothing and returns how many more to make.
+// Otherwise it returns the Leases made for reads that left meanwhile, for
+// the caller to unlock.
+func (r *readShares) formedBy(s *readShare, l *Lease, run *leadRun, made []*Lease, final bool) (need int, surplus []*Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if run != nil && l != nil && !final && run.waiting > len(made) {
+		return run.waiting - len(made), nil
+	}
 	if l != nil {
 		s.o, s.token = l.own, l.token
 	}
 	if run != nil {
 		if l != nil {
 			run.o, run.token = l.own, l.token
+			n := min(run.waiting, len(made))
+			run.leases, surplus = made[:n], made[n:]
 		}
 		if s.lead == run {
 			s.lead = nil
 		}
 		close(run.done)
 	}
+	return 0, surplus
 }
 
 // invalidated runs on client tracking's invalidations: a queue key that

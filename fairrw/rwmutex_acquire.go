@@ -215,11 +215,11 @@ func (m *RWMutex) acquireShared(ctx context.Context, cfg acquireConfig, wait boo
 				return m.leadShared(ctx, s, follow, a, a.resume, attempts)
 			case <-ctx.Done():
 				m.tel.waiting(Read, -1)
-				r.left(s, follow)
+				r.left(ctx, s, follow)
 				return nil, m.waitError(ctx.Err())
 			case <-m.c.closingDone():
 				m.tel.waiting(Read, -1)
-				r.left(s, follow)
+				r.left(ctx, s, follow)
 				return nil, closedError(m.keys.name)
 			}
 		}
@@ -244,8 +244,37 @@ func (m *RWMutex) leadShared(ctx context.Context, s *readShare, run *leadRun, a 
 		return nil, err // the run goes on
 	}
 	a.addTo(attempts)
-	r.formedBy(s, l, run)
+	m.formRun(ctx, s, l, run, a.cfg)
 	return l, err
+}
+
+// formRun records the end of a read's acquire in Redis for s and its run
+// (see readShares.formedBy): when l, the run's leader's, was granted, it
+// first makes a Lease on l's hold for each read that waits for it (cfg:
+// the leader's, the same for every plain read), before l's caller can
+// unlock l. A Lease it cannot make (the hold went, ctx ended) leaves that
+// read to share the hold itself, or to acquire in Redis, as before.
+func (m *RWMutex) formRun(ctx context.Context, s *readShare, l *Lease, run *leadRun, cfg acquireConfig) {
+	r := m.c.readShares()
+	var made []*Lease
+	final := run == nil || l == nil
+	for {
+		need, surplus := r.formedBy(s, l, run, made, final)
+		if need == 0 {
+			for _, x := range surplus {
+				_ = x.Unlock(ctx)
+			}
+			return
+		}
+		for range need {
+			x := m.shareOf(ctx, l.own, l.token, cfg)
+			if x == nil {
+				final = true
+				break
+			}
+			made = append(made, x)
+		}
+	}
 }
 
 // joinShare returns a Lease on the name's shared read hold (cfg.share), or
@@ -261,6 +290,9 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, a
 	c, s := m.c, cfg.share
 	r := c.readShares()
 	if admitted != nil && admitted.o != nil { // set before done closed
+		if l := r.claim(admitted); l != nil {
+			return l, nil, nil
+		}
 		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg); l != nil {
 			return l, nil, nil
 		}

@@ -476,3 +476,107 @@ func TestReadShareCloseWhileHandedOn(t *testing.T) {
 		}
 	}
 }
+
+// TestReadSharePhaseFairLeaderUnlocksAtOnce: a read that waits for its
+// Client's read acquiring in Redis (its leader) joins the leader's hold
+// even when the leader's caller unlocks it at once. Under PhaseFair: a
+// write holds; the Client's first read queues in Redis, a second follows
+// it in the Client, then another Client's writer queues. The write's
+// release admits the first read, whose caller unlocks as soon as it is
+// granted. The second read was asked for before the writer: it must be
+// granted first. (Before the fix it went back to Redis once the leader's
+// Unlock had released the hold, behind the writer: 29 of 50 rounds in an
+// adversarial run.) Controls: cohorts off (the second read queues in
+// Redis itself), and a leader that holds 50 ms.
+func TestReadSharePhaseFairLeaderUnlocksAtOnce(t *testing.T) {
+	t.Run("shared", func(t *testing.T) { leaderUnlocks(t, true, 0) })
+	t.Run("cohortsOff", func(t *testing.T) { leaderUnlocks(t, false, 0) })
+	// Control: the leader holds 50 ms before its Unlock; the follower then
+	// shares its hold, and the order holds.
+	t.Run("sharedLeaderHolds", func(t *testing.T) { leaderUnlocks(t, true, 50*time.Millisecond) })
+}
+
+func leaderUnlocks(t *testing.T, share bool, hold time.Duration) {
+	r := redistest.Start(t)
+	ctx := itest.TestCtx(t)
+	p := fairrw.WithPolicy(fairrw.PhaseFair())
+	holder := itest.NewClient(t, r, itest.Transports[0], p)
+	writer := itest.NewClient(t, r, itest.Transports[0], p)
+	readers := itest.NewClient(t, r, itest.Transports[0], p, fairrw.WithCohorts(share))
+	name := "rs-leader-unlocks"
+	bad := 0
+	const rounds = 10
+	for round := range rounds {
+		w1, err := holder.RWMutex(name).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := readers.RWMutex(name)
+		first := make(chan error, 1) // the leader: unlocks as soon as granted (after hold)
+		go func() {
+			l, err := m.RLock(ctx)
+			if err == nil {
+				time.Sleep(hold)
+				err = l.Unlock(ctx)
+			}
+			first <- err
+		}()
+		itest.AwaitWaiting(t, ctx, holder, name, 1, 0)
+		second := make(chan itest.AdvResult, 1)
+		go func() {
+			l, err := m.RLock(ctx)
+			second <- itest.AdvResult{L: l, Err: err, At: time.Now()}
+		}()
+		time.Sleep(50 * time.Millisecond) // it follows the first (shared), or queues itself
+		nr := 1
+		if !share {
+			nr = 2
+		}
+		itest.AwaitWaiting(t, ctx, holder, name, nr, 0)
+		w2 := itest.AdvLock(ctx, writer.RWMutex(name))
+		itest.AwaitWaiting(t, ctx, holder, name, nr, 1)
+		if err := w1.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		var res, res2 itest.AdvResult
+		select {
+		case res = <-second:
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if err := res.L.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res2 = itest.AdvRecv(t, w2, 10*time.Second, "the writer")
+			if res2.Err != nil {
+				t.Fatal(res2.Err)
+			}
+			if res2.At.Before(res.At) {
+				bad++
+				t.Errorf("round %d: the writer asked after the second read was granted first", round)
+			}
+			_ = res2.L.Unlock(ctx)
+		case res2 = <-w2:
+			if res2.Err != nil {
+				t.Fatal(res2.Err)
+			}
+			bad++
+			t.Errorf("round %d: the writer, asked for after the second read, was granted (token %d) while the read still waited", round, res2.L.Token())
+			time.Sleep(20 * time.Millisecond)
+			_ = res2.L.Unlock(ctx)
+			res = itest.AdvRecv(t, second, 10*time.Second, "the second read")
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			_ = res.L.Unlock(ctx)
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing granted in 10s")
+		}
+	}
+	t.Logf("%d of %d rounds: the second read waited through a later writer", bad, rounds)
+	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+}
