@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -40,6 +41,11 @@ type Lease struct {
 	token    uint64
 	cohort   *cohort    // the cohort whose hold it is, if any (cohort.go)
 	share    *readShare // the shared read hold it is on, if any (readshare.go)
+	// spare is set while the Lease waits, made on a run's granted hold, for
+	// a read that waited for the run's leader (leadRun.leases): until that
+	// read claims it, no caller holds it, so its end records no hold time,
+	// no loss and no Unlock span or failure.
+	spare atomic.Bool
 	// released is set, under its owner's lock, once its release was sent:
 	// the owner holds nothing for it any more (see owner.alive).
 	released bool

@@ -207,7 +207,11 @@ func (r *readShares) claim(run *leadRun) *Lease {
 	r.mu.Lock()
 	l := run.pop()
 	r.mu.Unlock()
-	if l == nil || l.Err() != nil {
+	if l == nil {
+		return nil
+	}
+	l.spare.Store(false) // its read holds it from now on
+	if l.Err() != nil {
 		return nil
 	}
 	return l

@@ -267,7 +267,7 @@ func (m *RWMutex) formRun(ctx context.Context, s *readShare, l *Lease, run *lead
 			return
 		}
 		for range need {
-			x := m.shareOf(ctx, l.own, l.token, cfg)
+			x := m.shareOf(ctx, l.own, l.token, cfg, true)
 			if x == nil {
 				final = true
 				break
@@ -293,7 +293,7 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, a
 		if l := r.claim(admitted); l != nil {
 			return l, nil, nil
 		}
-		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg); l != nil {
+		if l := m.shareOf(ctx, admitted.o, admitted.token, cfg, false); l != nil {
 			return l, nil, nil
 		}
 	}
@@ -316,7 +316,7 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, a
 		return nil, nil, nil // a writer waits: Redis decides
 	}
 	if o != nil {
-		if l := m.shareOf(ctx, o, token, cfg); l != nil {
+		if l := m.shareOf(ctx, o, token, cfg, false); l != nil {
 			return l, nil, nil
 		}
 	}
@@ -345,8 +345,9 @@ func (m *RWMutex) joinShare(ctx context.Context, cfg acquireConfig, wait bool, a
 
 // shareOf returns a new Lease on o's read hold, or nil if o holds no read
 // to share (released, found gone by a renewal, a write besides, or less
-// than a third of a lease left), or ctx ended first.
-func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acquireConfig) *Lease {
+// than a third of a lease left), or ctx ended first. spare: the Lease is
+// made for a read that waits for its run's leader (Lease.spare).
+func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acquireConfig, spare bool) *Lease {
 	c := m.c
 	// Another read joining, or leaving, holds the owner's lock for a
 	// moment; a release in Redis holds it longer, and leaves the owner
@@ -371,6 +372,7 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 		cover: min(st.reads[0], cfg.lease),
 		woken: wait.Share,
 	})
+	l.spare.Store(spare)
 	if l.loseIfGone() {
 		return nil
 	}

@@ -563,6 +563,9 @@ func (t *telemetry) cohortPassed() {
 // cause (a short span linked to the acquire's, and a log line). A lease
 // that Shutdown ended is no loss: Shutdown reports them all at once.
 func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
+	if l.spare.Load() {
+		return // no caller held it (see Lease.spare)
+	}
 	held := time.Since(l.granted)
 	mi := modeIndex(l.mode)
 	t.inst.holdDuration.Record(context.Background(), held.Seconds(), t.byMode[mi].record...)
@@ -599,7 +602,7 @@ func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
 // it. The link is added once the span records, so that a no-op tracer
 // costs no options built per call.
 func (t *telemetry) startUnlock(ctx context.Context, l *Lease) (context.Context, trace.Span) {
-	if !t.spans.on() {
+	if !t.spans.on() || l.spare.Load() {
 		return ctx, noSpan
 	}
 	ctx, span := t.tracer.Start(ctx, "fairrw.Unlock", t.internalSpan...)
@@ -618,7 +621,7 @@ func (t *telemetry) startUnlock(ctx context.Context, l *Lease) (context.Context,
 
 // endUnlock closes an Unlock's span.
 func (t *telemetry) endUnlock(ctx context.Context, span trace.Span, l *Lease, err error) {
-	if err != nil {
+	if err != nil && !l.spare.Load() {
 		k := kindOf(err)
 		name := l.lockName()
 		if span.IsRecording() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -579,4 +580,97 @@ func leaderUnlocks(t *testing.T, share bool, hold time.Duration) {
 	}
 	t.Logf("%d of %d rounds: the second read waited through a later writer", bad, rounds)
 	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+}
+
+// lossLog counts the records a Client logs that tell of a lost lease or a
+// failed unlock.
+type lossLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *lossLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lossLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lossLog) WithGroup(string) slog.Handler            { return h }
+func (h *lossLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "lease lost") || strings.Contains(r.Message, "unlock failed") {
+		h.mu.Lock()
+		h.lines = append(h.lines, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// TestReadShareFollowerLeavesAtGrant: a read waiting for its Client's read
+// acquiring in Redis leaves (its ctx cancelled) just as that leader is
+// granted, while the leader's caller unlocks at once: whether the read
+// took the Lease made for it or left, no hold stays (another Client's
+// writer, asked for afterwards, is granted; no key is left), and its Client
+// logs no lost lease and no failed unlock for a Lease no caller held.
+// Under both fair policies, 20 rounds each, the cancellation at varied
+// moments around the grant.
+func TestReadShareFollowerLeavesAtGrant(t *testing.T) {
+	for _, pol := range []fairrw.Policy{fairrw.PhaseFair(), fairrw.WriterPreferring()} {
+		t.Run(pol.String(), func(t *testing.T) {
+			r := redistest.Start(t)
+			ctx := itest.TestCtx(t)
+			p := fairrw.WithPolicy(pol)
+			logs := &lossLog{}
+			holder := itest.NewClient(t, r, itest.Transports[0], p)
+			readers := itest.NewClient(t, r, itest.Transports[0], p, fairrw.WithLogger(slog.New(logs)))
+			name := "rs-follower-leaves"
+			m := readers.RWMutex(name)
+			took, left := 0, 0
+			for round := range 20 {
+				w1, err := holder.RWMutex(name).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				leader := itest.RLockThenUnlock(ctx, m)
+				time.Sleep(20 * time.Millisecond)
+				fctx, leave := context.WithCancel(ctx)
+				follower := make(chan error, 1)
+				go func() {
+					l, err := m.RLock(fctx)
+					if err == nil {
+						err = l.Unlock(ctx)
+					}
+					follower <- err
+				}()
+				time.Sleep(20 * time.Millisecond)
+				if err := w1.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Duration(round%5) * 250 * time.Microsecond)
+				leave()
+				if err := <-leader; err != nil {
+					t.Fatalf("round %d: the leader: %v", round, err)
+				}
+				switch err := <-follower; {
+				case err == nil:
+					took++
+				case errors.Is(err, context.Canceled):
+					left++
+				default:
+					t.Fatalf("round %d: the follower: %v", round, err)
+				}
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				w2, err := holder.RWMutex(name).Lock(wctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("round %d: a writer after the reads: %v", round, err)
+				}
+				if err := w2.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("the follower took its Lease in %d rounds, left in %d", took, left)
+			itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if len(logs.lines) > 0 {
+				t.Errorf("the readers' Client logged %d losses or failed unlocks: %v", len(logs.lines), logs.lines)
+			}
+		})
+	}
 }
