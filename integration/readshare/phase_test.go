@@ -389,16 +389,7 @@ func TestReadShareLeaderAndFollowersLeave(t *testing.T) {
 				if err := w1.Unlock(ctx); err != nil {
 					t.Fatal(err)
 				}
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				w2, err := holder.RWMutex(name).Lock(wctx)
-				if err != nil {
-					t.Fatalf("a writer after the reads left: %v", err)
-				}
-				if err := w2.Unlock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+				writerAfter(t, ctx, r, holder, name, "the reads left")
 			})
 		}
 	}
@@ -457,22 +448,15 @@ func TestReadShareCloseWhileHandedOn(t *testing.T) {
 						t.Errorf("the leader: %v, want ErrClosed", err)
 					}
 				}
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
 				if phaseFair {
+					wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
 					itest.AwaitWaiting(t, wctx, holder, name, 0, 0) // no read of the closed Client stays queued
 				}
 				if err := w1.Unlock(ctx); err != nil {
 					t.Fatal(err)
 				}
-				w2, err := holder.RWMutex(name).Lock(wctx)
-				if err != nil {
-					t.Fatalf("a writer after the Client closed: %v", err)
-				}
-				if err := w2.Unlock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+				writerAfter(t, ctx, r, holder, name, "the Client closed")
 			})
 		}
 	}
@@ -582,6 +566,23 @@ func leaderUnlocks(t *testing.T, share bool, hold time.Duration) {
 	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
 }
 
+// writerAfter takes and releases a write of name through c, which must be
+// granted within 10 s (well within any queue lease the reads before it
+// could leave behind), then checks that no key of name is left.
+func writerAfter(t *testing.T, ctx context.Context, r *redistest.Redis, c *fairrw.Client, name, after string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	w, err := c.RWMutex(name).Lock(wctx)
+	if err != nil {
+		t.Fatalf("a writer after %s: %v", after, err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+}
+
 // lossLog counts the records a Client logs that tell of a lost lease or a
 // failed unlock.
 type lossLog struct {
@@ -629,14 +630,7 @@ func TestReadShareFollowerLeavesAtGrant(t *testing.T) {
 				leader := itest.RLockThenUnlock(ctx, m)
 				time.Sleep(20 * time.Millisecond)
 				fctx, leave := context.WithCancel(ctx)
-				follower := make(chan error, 1)
-				go func() {
-					l, err := m.RLock(fctx)
-					if err == nil {
-						err = l.Unlock(ctx)
-					}
-					follower <- err
-				}()
+				follower := itest.RLockThenUnlock(fctx, m)
 				time.Sleep(20 * time.Millisecond)
 				if err := w1.Unlock(ctx); err != nil {
 					t.Fatal(err)
@@ -654,18 +648,9 @@ func TestReadShareFollowerLeavesAtGrant(t *testing.T) {
 				default:
 					t.Fatalf("round %d: the follower: %v", round, err)
 				}
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				w2, err := holder.RWMutex(name).Lock(wctx)
-				cancel()
-				if err != nil {
-					t.Fatalf("round %d: a writer after the reads: %v", round, err)
-				}
-				if err := w2.Unlock(ctx); err != nil {
-					t.Fatal(err)
-				}
+				writerAfter(t, ctx, r, holder, name, fmt.Sprintf("round %d's reads", round))
 			}
-			t.Logf("the follower took its Lease in %d rounds, left in %d", took, left)
-			itest.NoKeysLeftBut(t, r, name, "fairrw_attempt:")
+			t.Logf("the follower took its Lease and unlocked it in %d rounds, left (or its Unlock met its ended ctx) in %d", took, left)
 			logs.mu.Lock()
 			defer logs.mu.Unlock()
 			if len(logs.lines) > 0 {
