@@ -45,6 +45,8 @@ type Lease struct {
 	// a read that waited for the run's leader (leadRun.leases): until that
 	// read claims it, no caller holds it, so its end records no hold time,
 	// no loss and no Unlock span or failure.
+	// claim clears it under mu while the Lease holds, and finish reads it
+	// under mu: a Lease is either ended as spare or handed to its read.
 	spare atomic.Bool
 	// released is set, under its owner's lock, once its release was sent:
 	// the owner holds nothing for it any more (see owner.alive).
@@ -528,6 +530,7 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 		return false
 	}
 	unlocking := l.state == leaseUnlocking
+	spare := l.spare.Load() // under l.mu: claim clears it only while the Lease holds
 	l.state = leaseEnded
 	l.err = err
 	l.timer.Stop()
@@ -535,7 +538,9 @@ func (l *Lease) finish(err error, cause lossCause, heldOnly bool) bool {
 	l.mu.Unlock()
 	l.m.c.leaseRenewer().remove(l)
 	l.m.tel.held(l.mode, -1)
-	l.m.tel.leaseEnded(l, cause, err)
+	if !spare { // a spare Lease was no caller's hold (see Lease.spare)
+		l.m.tel.leaseEnded(l, cause, err)
+	}
 	if l.cohort != nil {
 		l.cohort.ended(l)
 	}

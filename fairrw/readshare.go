@@ -210,8 +210,15 @@ func (r *readShares) claim(run *leadRun) *Lease {
 	if l == nil {
 		return nil
 	}
-	l.spare.Store(false) // its read holds it from now on
-	if l.Err() != nil {
+	// Its read holds it from now on, unless it ended first: then it ended
+	// as a spare (Lease.finish), and the read makes its way without it.
+	l.mu.Lock()
+	held := l.state != leaseEnded
+	if held {
+		l.spare.Store(false)
+	}
+	l.mu.Unlock()
+	if !held {
 		return nil
 	}
 	return l

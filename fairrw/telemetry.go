@@ -563,9 +563,6 @@ func (t *telemetry) cohortPassed() {
 // cause (a short span linked to the acquire's, and a log line). A lease
 // that Shutdown ended is no loss: Shutdown reports them all at once.
 func (t *telemetry) leaseEnded(l *Lease, cause lossCause, err error) {
-	if l.spare.Load() {
-		return // no caller held it (see Lease.spare)
-	}
 	held := time.Since(l.granted)
 	mi := modeIndex(l.mode)
 	t.inst.holdDuration.Record(context.Background(), held.Seconds(), t.byMode[mi].record...)
