@@ -55,18 +55,29 @@ func retiredDir() string {
 // Retire records that the server on port stopped for good: FreePort does
 // not return port for RetiredFor. Best effort: a port whose record cannot
 // be written is only not protected.
-func Retire(port int) {
+func Retire(port int) { mark(port, time.Now()) }
+
+// Hold records that a server of this harness listens on port, for up to
+// d: FreePort does not return port until d and RetiredFor more have
+// passed, or RetiredFor after Retire records its end. For a server its
+// test may close before it ends (miniredis's Close), whose port must not
+// go to another test's server while a Client of the first may still send
+// to it.
+func Hold(port int, d time.Duration) { mark(port, time.Now().Add(d)) }
+
+// mark sets port's record to at, creating it if need be.
+func mark(port int, at time.Time) {
 	dir := retiredDir()
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return
 	}
 	f := filepath.Join(dir, strconv.Itoa(port))
-	now := time.Now()
-	if err := os.Chtimes(f, now, now); err == nil {
+	if err := os.Chtimes(f, at, at); err == nil {
 		return
 	}
 	if w, err := os.Create(f); err == nil {
 		_ = w.Close()
+		_ = os.Chtimes(f, at, at)
 	}
 }
 
