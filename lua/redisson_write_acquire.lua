@@ -32,16 +32,19 @@ local lease, further = tonumber(ARGV[1]), tonumber(ARGV[5])
 -- free name (the uncontended lock) none exists, and the write is granted
 -- with no read of the hash. Otherwise the hash is read, and what exists
 -- beside it is one of the others: refused as refused() would (redisson_lib.lua).
-local present = redis.call('exists', KEYS[2], KEYS[3], KEYS[5], KEYS[1])
-if present == 0 then
-  if further > 0 then
-    return {-2, 0}
-  end
+local function grant()
   local token = mint(KEYS[4])
   -- One HSET of both fields writes what Java's two HSETs write, in order.
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
   return {1, token}
+end
+local present = redis.call('exists', KEYS[2], KEYS[3], KEYS[5], KEYS[1])
+if present == 0 then
+  if further > 0 then
+    return {-2, 0}
+  end
+  return grant()
 end
 local state = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
 local mode, holds = state[1], tonumber(state[2])
@@ -50,7 +53,10 @@ local hash = 1
 if remaining == -2 then
   hash = 0
 end
-if present > hash then
+-- More than the hash counted: one of the others exists, unless the hash
+-- expired since the EXISTS (Redis freezes a script's clock for expiry;
+-- miniredis does not), which a second probe of the others tells.
+if present > hash and redis.call('exists', KEYS[2], KEYS[3], KEYS[5]) > 0 then
   return foreign(KEYS[2], KEYS[3]) -- redisson_lib.lua
 end
 if further > 0 then
@@ -67,8 +73,11 @@ if further > 0 then
   return {1, token}
 end
 
-if mode == false then -- the hash exists without "mode": an RLock's
-  return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
+if mode == false then
+  if remaining ~= -2 then -- the hash exists without "mode": an RLock's
+    return redis.error_reply('FAIRRW_POLICY lock is held under policy redisson-mutex (a Redisson RLock)')
+  end
+  return grant() -- it expired since the EXISTS (see above)
 end
 if mode == 'write' and holds then -- a retry of this first hold, which was granted
   local token = last_token(KEYS[4])
