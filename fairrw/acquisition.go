@@ -125,6 +125,10 @@ type attemptResult struct {
 	// unanswered (owner.unsure, for this attempt alone): a copy of it may
 	// have been applied, or be applied until its accept window ends.
 	unsure bool
+	// spare is set for a Lease made on a run's granted hold for a read that
+	// waits for the run's leader (Lease.spare): it is spare from the moment
+	// it is made, before a renewal or its timer can see it.
+	spare bool
 }
 
 // errNoAnswer is an attempt that got no answer within the retry window:

@@ -95,6 +95,7 @@ func newLease(ctx context.Context, o *owner, mode Mode, cfg acquireConfig, got a
 	if got.cover > 0 {
 		l.deadline = got.sent.Add(got.cover)
 	}
+	l.spare.Store(got.spare) // before anything can end it (finish)
 	o.leases = append(o.leases, l)
 	if mode == Write {
 		o.reserve = max(o.reserve, got.reserve) // a pass or a share reserves nothing

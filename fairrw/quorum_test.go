@@ -211,7 +211,10 @@ func eventuallyNoLockKeys(t *testing.T, node *miniredis.Miniredis) {
 // when a second goes.
 func TestQuorumNodeLostWhileHeld(t *testing.T) {
 	t.Parallel() // on servers of its own; it waits out leases
-	const lease = 900 * time.Millisecond
+	// Each node's lease is renewed every third of it: 2 s leaves a loaded
+	// machine more than a second of lateness (900 ms leases were lost once
+	// with two suites side by side, two nodes alive).
+	const lease = 2 * time.Second
 	q, nodes := quorumNodes(t, 3, fairrw.WriterPreferring(), lease)
 	ctx := quorumCtx(t)
 	l, err := q.RWMutex("q:lost").Lock(ctx)

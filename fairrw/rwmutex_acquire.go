@@ -371,8 +371,8 @@ func (m *RWMutex) shareOf(ctx context.Context, o *owner, token uint64, cfg acqui
 		sent:  now,
 		cover: min(st.reads[0], cfg.lease),
 		woken: wait.Share,
+		spare: spare,
 	})
-	l.spare.Store(spare)
 	if l.loseIfGone() {
 		return nil
 	}
