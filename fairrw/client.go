@@ -743,12 +743,16 @@ const followUpMaxTry = 8
 // followUp retries try in the background, with a growing pause, until it
 // reports done, until moot, or until the Client closes. Each try is given a
 // context that also ends when the Client closes, bounded by the unlock
-// timeout at first and by twice the last bound after each try that failed,
-// at most followUpMaxTry times the unlock timeout, never past moot. A Redis
-// whose answers take longer than the unlock timeout (a slow link, a loaded
-// machine making a connection again) failed every try of one fixed bound,
-// and what was left ran out there unconfirmed, keeping the name held that
-// long (TestSlowRepliesBackgroundTriesGrow).
+// timeout at first and by twice the last bound after each try, at most
+// followUpMaxTry times the unlock timeout, and no longer than moot leaves
+// unless that is less than the unlock timeout. A Redis whose answers take longer than the unlock timeout (a slow
+// link, a loaded machine making a connection again) failed every try of
+// one fixed bound, so the work went unconfirmed until moot: counted
+// pending, its owner counted as holding, a Shutdown waiting for it
+// (TestSlowRepliesBackgroundTriesGrow). Once the Client begins closing,
+// tries are bounded by the unlock timeout again, and a longer one under
+// way ends: a try may hold its owner's lock, which a call that Close
+// waits for may be waiting for (a further hold).
 func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
 	c.background.run(func(ctx context.Context) {
 		c.tel.background(1)
@@ -764,8 +768,15 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		backoff := wait.NewBackoff(wait.MinRetryBackoff, followUpMaxBackoff)
 		bound := c.conf.unlockTimeout
 		once := func() bool {
-			ctx, cancel := withTimer(ctx, max(c.conf.unlockTimeout, min(bound, time.Until(moot))))
+			d := max(c.conf.unlockTimeout, min(bound, time.Until(moot)))
+			if c.isClosing() {
+				d = c.conf.unlockTimeout
+			}
+			ctx, cancel := withTimer(ctx, d)
 			defer cancel()
+			if d > c.conf.unlockTimeout {
+				defer context.AfterFunc(c.closingContext(), cancel)()
+			}
 			bound = min(2*bound, followUpMaxTry*c.conf.unlockTimeout)
 			return try(ctx)
 		}
