@@ -24,10 +24,7 @@ import (
 const cleanupGrace = hidden.CleanupGrace
 
 // followUpMaxBackoff bounds the pause between two background tries: once
-// Redis answers again, what was left is done within it. (A Redis that was
-// paused answers the try under way on its connection; one restarted fails
-// it at once. A connection lost without a reset holds the try under way,
-// up to its bound, until rueidis finds it dead: see followUp.)
+// Redis answers again, what was left is done within it.
 const followUpMaxBackoff = 250 * time.Millisecond
 
 // bounded runs f and returns its result, or ctx's error as soon as ctx

@@ -730,29 +730,10 @@ func (c *Client) isClosing() bool {
 	}
 }
 
-// followUpMaxTry bounds how many unlock timeouts one background try waits.
-// A try is bounded by a timer, not a deadline (see withTimer): one that runs
-// out leaves its connection to the next, whose answer comes in its turn,
-// where a deadline broke the connection (rueidis ends a synchronous command
-// so) and made each try pay a new handshake at the link's pace too (with
-// deadlines, TestSlowRepliesBackgroundTriesGrow still failed 1 run in 4). A
-// connection cut without a word (no reset) is then rueidis's to find dead,
-// by its keep-alive, before a try makes a new one.
-const followUpMaxTry = 8
-
 // followUp retries try in the background, with a growing pause, until it
 // reports done, until moot, or until the Client closes. Each try is given a
-// context that also ends when the Client closes, bounded by the unlock
-// timeout at first and by twice the last bound after each try, at most
-// followUpMaxTry times the unlock timeout, and no longer than moot leaves
-// unless that is less than the unlock timeout. A Redis whose answers take longer than the unlock timeout (a slow
-// link, a loaded machine making a connection again) failed every try of
-// one fixed bound, so the work went unconfirmed until moot: counted
-// pending, its owner counted as holding, a Shutdown waiting for it
-// (TestSlowRepliesBackgroundTriesGrow). Once the Client begins closing,
-// tries are bounded by the unlock timeout again, and a longer one under
-// way ends: a try may hold its owner's lock, which a call that Close
-// waits for may be waiting for (a further hold).
+// context bounded by the unlock timeout, which also ends when the Client
+// closes.
 func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx context.Context) bool) {
 	c.background.run(func(ctx context.Context) {
 		c.tel.background(1)
@@ -766,18 +747,9 @@ func (c *Client) followUp(m *RWMutex, what string, moot time.Time, try func(ctx 
 		}
 		c.tel.log.Log(ctx, warn, "fairrw: Redis did not confirm in time; going on in the background", append(name, "what", what, "until", moot)...)
 		backoff := wait.NewBackoff(wait.MinRetryBackoff, followUpMaxBackoff)
-		bound := c.conf.unlockTimeout
 		once := func() bool {
-			d := max(c.conf.unlockTimeout, min(bound, time.Until(moot)))
-			if c.isClosing() {
-				d = c.conf.unlockTimeout
-			}
-			ctx, cancel := withTimer(ctx, d)
+			ctx, cancel := context.WithTimeout(ctx, c.conf.unlockTimeout)
 			defer cancel()
-			if d > c.conf.unlockTimeout {
-				defer context.AfterFunc(c.closingContext(), cancel)()
-			}
-			bound = min(2*bound, followUpMaxTry*c.conf.unlockTimeout)
 			return try(ctx)
 		}
 		for time.Now().Before(moot) {

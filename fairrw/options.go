@@ -411,9 +411,7 @@ func WithLeaseTime(d time.Duration) Option {
 }
 
 // WithUnlockTimeout bounds each try of a release or a give-back that has no
-// deadline of its own, and the first try the Client makes of one in the
-// background (each later one waits twice as long as the last, up to eight
-// times d, so that a Redis slower than d still answers one). Redis remembers an unlock's answer and an acquire's
+// deadline of its own. Redis remembers an unlock's answer and an acquire's
 // attempt for about twice d, so that a retry counts once. No call waits for it
 // past its ctx. The default is 5s; d is positive and at most a year, else
 // New fails with ErrInvalidOption.
