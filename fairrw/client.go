@@ -94,6 +94,9 @@ type settings struct {
 	leaseTime     time.Duration
 	renewInterval time.Duration
 	unlockTimeout time.Duration
+	// cleanupGrace is how long a call whose ctx has ended still waits for
+	// the clean-up it leaves (the constant cleanupGrace but in tests).
+	cleanupGrace time.Duration
 	// connectTimeout bounds a call's wait for a connection the Client
 	// cannot make, when its ctx has no deadline (WithConnectTimeout).
 	connectTimeout time.Duration
@@ -239,6 +242,7 @@ func New(opts ...Option) (*Client, error) {
 			leaseTime:      cfg.leaseTime,
 			renewInterval:  cfg.leaseTime / 3,
 			unlockTimeout:  cfg.unlockTimeout,
+			cleanupGrace:   cmp.Or(cfg.cleanupGrace, cleanupGrace),
 			connectTimeout: cfg.connectTimeout,
 			namespace:      cfg.namespace,
 			cohorting:      cfg.cohorts && (cfg.protocol == 0 || cfg.protocol >= 3),

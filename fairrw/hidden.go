@@ -25,6 +25,7 @@ func init() {
 	hidden.WithClientTracking = func(on bool) any { return withClientTracking(on) }
 	hidden.WithProtocol = func(v int) any { return withProtocol(v) }
 	hidden.WithSlowAnswer = func(d time.Duration) any { return withSlowAnswer(d) }
+	hidden.WithCleanupGrace = func(d time.Duration) any { return withCleanupGrace(d) }
 	hidden.Name = func(x any) string {
 		switch v := x.(type) {
 		case *Lease:

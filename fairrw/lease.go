@@ -343,7 +343,7 @@ func (l *Lease) release(ctx context.Context, unreachableFails bool) error {
 	}
 	// On a Redis that answers, a release sent as ctx ended (a deferred
 	// Unlock of a request that was cancelled) is confirmed within the grace.
-	grace := time.NewTimer(cleanupGrace)
+	grace := time.NewTimer(c.settings().cleanupGrace)
 	defer grace.Stop()
 	select {
 	case err := <-res:

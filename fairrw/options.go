@@ -74,6 +74,7 @@ type config struct {
 	wrap           func(rueidis.Client) rueidis.Client // WithRedisWrapper
 	noRoundTrips   bool                                // WithRedisSpans(false)
 	slowAnswer     time.Duration                       // withSlowAnswer; 0: slowAnswer
+	cleanupGrace   time.Duration                       // withCleanupGrace; 0: cleanupGrace
 }
 
 func defaultConfig() config {
@@ -468,6 +469,21 @@ func withPublishCommand(p publishCommand) Option {
 func withClientTracking(on bool) Option {
 	return optionFunc(func(cfg *config) error {
 		cfg.tracking = on
+		return nil
+	})
+}
+
+// withCleanupGrace sets how long a call whose ctx has ended still waits
+// for the clean-up it leaves (cleanupGrace by default). The library's own
+// tests raise it where a loaded machine keeps every answer past the
+// default: what they check is that the call waits for the clean-up and
+// returns once it is confirmed, which holds for any grace.
+func withCleanupGrace(d time.Duration) Option {
+	return optionFunc(func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: clean-up grace %v is not positive", ErrInvalidOption, d)
+		}
+		cfg.cleanupGrace = d
 		return nil
 	})
 }

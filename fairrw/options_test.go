@@ -47,6 +47,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"namespace of Redisson's channels", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace("redisson_rwlock")}},
 		{"namespace too long", []fairrw.Option{fairrw.WithClientOption(addr), fairrw.WithNamespace(strings.Repeat("n", 65))}},
 		{"unknown publish", []fairrw.Option{fairrw.WithClientOption(addr), hidden.WithPublish("shout").(fairrw.Option)}},
+		{"zero slow-answer threshold", []fairrw.Option{fairrw.WithClientOption(addr), hidden.WithSlowAnswer(0).(fairrw.Option)}},
+		{"zero clean-up grace", []fairrw.Option{fairrw.WithClientOption(addr), hidden.WithCleanupGrace(0).(fairrw.Option)}},
+		{"negative clean-up grace", []fairrw.Option{fairrw.WithClientOption(addr), hidden.WithCleanupGrace(-time.Millisecond).(fairrw.Option)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -351,7 +351,7 @@ func (m *RWMutex) giveBack(o *owner, mode Mode, lease time.Duration) {
 		}
 		return err == nil || definite(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), m.c.settings().cleanupGrace)
 	done := try(ctx)
 	cancel()
 	if done {
@@ -428,7 +428,7 @@ func (m *RWMutex) restate(o *owner, mode Mode, lease time.Duration, late time.Ti
 		}
 		return err == nil || definite(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), m.c.settings().cleanupGrace)
 	done := try(ctx)
 	cancel()
 	if done && late.IsZero() {

@@ -74,6 +74,11 @@ var (
 	// unreachable (100 ms by default): tests whose server runs in-process on
 	// a loaded machine, and that do not check that threshold, raise it.
 	WithSlowAnswer func(d time.Duration) any
+	// WithCleanupGrace returns a fairrw.Option that sets how long a call
+	// whose ctx has ended still waits for the clean-up it leaves
+	// (CleanupGrace by default): a test on a machine too loaded for any
+	// answer to come within the default raises it.
+	WithCleanupGrace func(d time.Duration) any
 )
 
 // Accessors of the lock name and mode, installed by fairrw's init.
