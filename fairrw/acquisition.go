@@ -233,8 +233,12 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 	a.signalQueued()
 	if a.wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
 		// Lock goes on waiting: as a new owner after a grant that came too
-		// late, as the same one after an attempt that got no answer.
+		// late, once that grant is given back (as waitFor does: Redis
+		// dated it from its arrival, so it may hold the name for most of
+		// a lease yet, and nothing else would release it), as the same one
+		// after an attempt that got no answer.
 		if errors.Is(err, errOutlasted) {
+			a.giveBack()
 			a.asNewOwner()
 		}
 		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil

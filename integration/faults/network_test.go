@@ -17,6 +17,7 @@ import (
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/testkit/faults"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/locktest"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 )
@@ -216,8 +217,9 @@ func TestFaultConnectionResets(t *testing.T) {
 // flight, longer than the lease, and then delivers it. Redis grants it, but
 // the lease, counted from the send, would already be over: the grant is
 // given back instead of returned as a lease that is born lost. TryLock
-// reports ErrNotAcquired and leaves the lock free; Lock retries and returns a
-// live lease.
+// reports ErrNotAcquired and leaves the lock free; Lock gives that grant
+// back too, retries as a new owner and returns a live lease, without
+// waiting out the grant it gave back (Redis dated it from the heal).
 func TestFaultGrantOutlastsLease(t *testing.T) {
 	r := redistest.StartProcess(t)
 	const lease = 300 * time.Millisecond
@@ -227,22 +229,27 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 			px := faults.StartProxy(t, r.Addr)
 			slow := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
 			direct := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
-			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (*fairrw.Lease, error) {
+			// stalled runs acquire through a stall of two leases, and
+			// returns its outcome, when the stall was healed and when
+			// acquire returned.
+			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (res itest.LockResult, healed, returned time.Time) {
 				px.Stall()
 				ch := make(chan itest.LockResult, 1)
+				ret := make(chan time.Time, 1)
 				go func() {
 					l, err := acquire(itest.TestCtx(t))
+					ret <- time.Now()
 					ch <- itest.LockResult{L: l, Err: err}
 				}()
 				time.Sleep(2 * lease)
 				px.Heal()
-				res := <-ch
-				return res.L, res.Err
+				healed = time.Now()
+				return <-ch, healed, <-ret
 			}
 
 			gone := holdGone(t, r, name)
-			if _, err := stalled(slow.RWMutex(name).TryLock); !errors.Is(err, fairrw.ErrNotAcquired) {
-				t.Fatalf("TryLock that outlasted its lease: %v, want ErrNotAcquired", err)
+			if res, _, _ := stalled(slow.RWMutex(name).TryLock); !errors.Is(res.Err, fairrw.ErrNotAcquired) {
+				t.Fatalf("TryLock that outlasted its lease: %v, want ErrNotAcquired", res.Err)
 			}
 			// Given back, on a loaded machine maybe in the background
 			// after TryLock returned: Redis deletes the hold rather than
@@ -261,10 +268,20 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 			}
 			itest.MustUnlock(t, l)
 
-			l, err = stalled(slow.RWMutex(name).Lock)
+			// The Lock's first attempt lands at the heal, is granted there
+			// for a lease, and is answered past its lease counted from the
+			// send. Given back before the Lock goes on as a new owner, it
+			// does not keep the name: the Lock returns within half a
+			// lease of the heal, plus what the machine added to a bare
+			// wait meanwhile (the control). Kept, it would be refused
+			// until that grant ran out in Redis, a lease after the heal.
+			ctl := lateness.Start(t)
+			res, healed, returned := stalled(slow.RWMutex(name).Lock)
+			l, err = res.L, res.Err
 			if err != nil {
 				t.Fatalf("Lock that outlasted its first attempt's lease: %v", err)
 			}
+			ctl.Within("a Lock whose first grant outlasted its lease, from the heal", returned.Sub(healed), lease/2)
 			if l.Err() != nil || !l.Deadline().After(time.Now()) {
 				t.Fatalf("Lock returned a lease born lost: Err %v, deadline %v ago", l.Err(), time.Since(l.Deadline()))
 			}
