@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -99,7 +100,7 @@ func startServer(bin string) (*redisEnv, error) {
 			return r, nil
 		}
 		lastErr = err
-		if !strings.Contains(err.Error(), "Address already in use") {
+		if !strings.Contains(err.Error(), "Address already in use") && !errors.Is(err, redisnet.ErrPortTaken) {
 			break
 		}
 	}
@@ -127,7 +128,7 @@ func runServer(bin, dir string, port int) (*redisEnv, error) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	if err := redisnet.WaitPing(addr, redisStartTimeout, exited); err != nil {
+	if err := redisnet.WaitOwnServer(addr, redisStartTimeout, cmd.Process.Pid, exited); err != nil {
 		kill()
 		return nil, fmt.Errorf("%s on %s: %w\n%s", bin, addr, err, tail(out.String(), 20))
 	}

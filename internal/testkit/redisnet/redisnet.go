@@ -6,7 +6,9 @@ package redisnet
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -125,6 +127,67 @@ func PingWithin(addr string, timeout time.Duration) error {
 	}
 	if reply != "+PONG" {
 		return fmt.Errorf("PING answered %q", reply)
+	}
+	return nil
+}
+
+// ProcessID returns the process_id that the server at addr reports in
+// INFO server.
+func ProcessID(addr string, timeout time.Duration) (int, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimRight(head, "\r\n"), "$"))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO server answered %q", strings.TrimRight(head, "\r\n"))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("INFO server of %s has no process_id", addr)
+}
+
+// ErrPortTaken is WaitOwnServer's error when another process's server
+// answers on the address: the caller tries another port, as after
+// "Address already in use".
+var ErrPortTaken = errors.New("port taken by another process")
+
+// WaitOwnServer is WaitPing for the server that process pid starts on
+// addr: once addr answers, it checks that the server answering is that
+// process. With two suites on one machine, another suite's server took a
+// port between FreePort and this server's bind: this one then failed
+// with "Address already in use" while the other answered its PING, and a
+// cluster was made of a foreign server ("is not configured as a cluster
+// node"). That is reported as ErrPortTaken.
+func WaitOwnServer(addr string, timeout time.Duration, pid int, exited <-chan struct{}) error {
+	if err := WaitPing(addr, timeout, exited); err != nil {
+		return err
+	}
+	got, err := ProcessID(addr, timeout)
+	if err != nil {
+		return fmt.Errorf("who answers on %s: %w", addr, err)
+	}
+	if got != pid {
+		return fmt.Errorf("%w: %s answers for process %d, not %d", ErrPortTaken, addr, got, pid)
 	}
 	return nil
 }

@@ -147,7 +147,7 @@ func launch(tb testing.TB, bin, logName string, argsFor func(dir string, port in
 		}
 		// Another test may have taken the port between FreePort and the
 		// bind; anything else is fatal at once.
-		if !strings.Contains(err.Error(), "Address already in use") {
+		if !strings.Contains(err.Error(), "Address already in use") && !errors.Is(err, redisnet.ErrPortTaken) {
 			break
 		}
 	}
@@ -182,7 +182,7 @@ func (r *Redis) startLocked() error {
 	}()
 	r.proc, r.paused = p, false
 
-	if err := redisnet.WaitPing(r.Addr, startTimeout, p.done); err != nil {
+	if err := redisnet.WaitOwnServer(r.Addr, startTimeout, cmd.Process.Pid, p.done); err != nil {
 		if kerr := r.killLocked(); kerr != nil {
 			err = errors.Join(err, kerr)
 		} else if p.err != nil {
