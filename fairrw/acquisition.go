@@ -233,12 +233,9 @@ func (a *acquisition) first(ctx context.Context, joined bool) (attemptResult, er
 	a.signalQueued()
 	if a.wait && (errors.Is(err, errOutlasted) || errors.Is(err, errNoAnswer)) {
 		// Lock goes on waiting: as a new owner after a grant that came too
-		// late, once that grant is given back (as waitFor does: Redis
-		// dated it from its arrival, so it may hold the name for most of
-		// a lease yet, and nothing else would release it), as the same one
-		// after an attempt that got no answer.
+		// late (given back), as the same one after an attempt that got no
+		// answer.
 		if errors.Is(err, errOutlasted) {
-			a.giveBack()
 			a.asNewOwner()
 		}
 		got, err = attemptResult{reply: acquireReply{wait: time.Millisecond}}, nil
@@ -293,14 +290,12 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 				return got, nil
 			}
 			// The grant's lease ran out before it was seen: give it back.
-			a.giveBack()
 			a.asNewOwner()
 		}
 		a.attempts++
 		got, err := a.attempt(ctx, 0, true, true)
 		switch {
 		case errors.Is(err, errOutlasted):
-			a.giveBack()
 			a.asNewOwner()
 			got.reply.wait = time.Millisecond
 		case errors.Is(err, errNoAnswer):
@@ -320,8 +315,13 @@ func (a *acquisition) waitFor(ctx context.Context, bound time.Duration, listenin
 	}
 }
 
-// asNewOwner goes on as a new owner, after the old one was given back.
+// asNewOwner gives the owner back and goes on as a new one: it is called
+// only when the owner's grant came too late to use, and Redis dated that
+// grant from its arrival, so that only the give-back frees the name before
+// it runs out (the first attempt once switched without it, and held the
+// name for up to a lease after the Client had dropped the owner).
 func (a *acquisition) asNewOwner() {
+	a.giveBack()
 	a.o = a.m.newOwner()
 	if a.w != nil {
 		a.m.c.waiters().Rename(a.w, a.o.id)

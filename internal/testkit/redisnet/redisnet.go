@@ -93,13 +93,24 @@ func retired(port int) bool {
 // its CRLF. It uses a plain connection so that no client library goroutines
 // are involved.
 func Command(addr string, timeout time.Duration, args ...string) (string, error) {
+	var line string
+	err := send(addr, timeout, args, func(r *bufio.Reader) (err error) {
+		line, err = r.ReadString('\n')
+		return err
+	})
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+// send sends one command in RESP on a plain connection to addr, and reads
+// its reply with read, all within timeout.
+func send(addr string, timeout time.Duration, args []string, read func(*bufio.Reader) error) error {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return "", err
+		return err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -107,13 +118,9 @@ func Command(addr string, timeout time.Duration, args ...string) (string, error)
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return "", err
+		return err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimRight(line, "\r\n"), nil
+	return read(bufio.NewReader(conn))
 }
 
 // Ping sends PING to addr and expects +PONG.
@@ -134,31 +141,25 @@ func PingWithin(addr string, timeout time.Duration) error {
 // ProcessID returns the process_id that the server at addr reports in
 // INFO server.
 func ProcessID(addr string, timeout time.Duration) (int, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	var info string
+	err := send(addr, timeout, []string{"INFO", "server"}, func(r *bufio.Reader) error {
+		head, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimRight(head, "\r\n"), "$"))
+		if err != nil || !strings.HasPrefix(head, "$") {
+			return fmt.Errorf("INFO server answered %q", strings.TrimRight(head, "\r\n"))
+		}
+		body := make([]byte, n)
+		_, err = io.ReadFull(r, body)
+		info = string(body)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, err
-	}
-	if _, err := conn.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
-		return 0, err
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimRight(head, "\r\n"), "$"))
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return 0, fmt.Errorf("INFO server answered %q", strings.TrimRight(head, "\r\n"))
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "process_id:"); ok {
 			return strconv.Atoi(v)
 		}
