@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -109,64 +110,185 @@ func (r *renewer) round() error {
 		h.leases[0].own.extendKeep(keep)
 	}
 	calls, batches := r.batches(holds)
-	// A round is one DoMulti, which returns only when every call has its
-	// answer. The round waits one renew interval for it, then reports
-	// the calls unanswered, and the next round starts on time. The calls
-	// go on: on one server (or Sentinel's primary), until the leases'
-	// own length has passed, so that a slow Redis's late answers still
-	// confirm (as sent + lease, whenever they come: a lease never
-	// outlasts what Redis was asked to keep). On a cluster with a shard
-	// down, the calls to that shard retry until the context ends,
-	// holding back the answers of the healthy shards: there a round's
-	// calls end with its interval, so that the healthy shards' leases
-	// are confirmed every interval and the dead shard's are lost at their
-	// deadline. A call given up costs nothing on Redis: one that ran
-	// renewed, and its answer is dropped.
-	// Timers, not deadlines, so that Close ends a round under way (see
-	// withTimer).
+	parts := r.parts(calls, batches)
+	// Each part is one DoMulti, which returns only when every call in it
+	// has its answer, and confirms its holds as soon as it has them: on a
+	// cluster a part is one slot, so that a shard that does not answer
+	// holds back only its own holds' confirmations, never another shard's
+	// (one DoMulti for the round once left the live shards' leases half
+	// their margin while a killed primary's calls retried). The round
+	// waits one renew interval for its parts, then reports those
+	// unanswered, and the next round starts on time. The calls go on: on
+	// one server (or Sentinel's primary), until the leases' own length
+	// has passed, so that a slow Redis's late answers still confirm (as
+	// sent + lease, whenever they come: a lease never outlasts what Redis
+	// was asked to keep). On a cluster a dead shard's calls retry until
+	// their context ends, so there they end with the interval, and the
+	// dead shard's leases are lost at their deadline. A call given up
+	// costs nothing on Redis: one that ran renewed, and its answer is
+	// dropped. Timers, not deadlines, so that Close ends a round under
+	// way (see withTimer).
 	bound := r.c.settings().leaseTime
 	if r.c.onCluster() {
 		bound = r.c.settings().renewInterval
 	}
 	callCtx, cancelCalls := withTimer(r.ctx, bound)
-	answered := make(chan []rueidis.RedisResult) // taken only while the round waits
-	gaveUp := make(chan struct{})                // closed once it stopped waiting
-	r.calls.Add(1)
-	go func() {
-		defer r.calls.Done()
-		defer cancelCalls()
-		results := script.Batch(callCtx, r.c.redis(), calls)
-		select {
-		case answered <- results:
-		case <-gaveUp:
-			// Late answers confirm what they can; the round was reported
-			// failed already. After Close, nothing is left to confirm.
-			if r.ctx.Err() == nil {
-				r.settle(callCtx, sent, batches, results, false)
+	outcomes := make(chan renewOutcome) // taken only while the round waits
+	gaveUp := make(chan struct{})       // closed once it stopped waiting
+	var running atomic.Int32            // the last part to end cancels the calls' timer
+	running.Store(int32(len(parts)))
+	for _, p := range parts {
+		r.calls.Add(1)
+		go func() {
+			defer r.calls.Done()
+			results := script.Batch(callCtx, r.c.redis(), p.calls)
+			timedOut := callCtx.Err() != nil
+			if running.Add(-1) == 0 {
+				cancelCalls()
 			}
-		}
-	}()
+			if r.ctx.Err() != nil {
+				return // after Close, nothing is left to confirm
+			}
+			o := r.apply(sent, p.batches, results, timedOut)
+			select {
+			case outcomes <- o:
+			case <-gaveUp:
+				// A late answer confirms what it can; the round was
+				// reported failed already.
+				r.loseMadeOn(o.lost)
+			}
+		}()
+	}
 	var late <-chan time.Time // nil on a cluster: the calls end with the interval
 	if bound > r.c.settings().renewInterval {
 		wait := time.NewTimer(r.c.settings().renewInterval)
 		defer wait.Stop()
 		late = wait.C
 	}
-	select {
-	case results := <-answered:
-		return r.settle(callCtx, sent, batches, results, true)
-	case <-r.ctx.Done():
-		close(gaveUp)
-		return r.ctx.Err() // Close abandoned the round: no failure of Redis's
-	case <-late:
-		close(gaveUp)
+	var all renewOutcome
+	for range parts {
+		select {
+		case o := <-outcomes:
+			all.add(o)
+			continue
+		case <-r.ctx.Done():
+			close(gaveUp)
+			return r.ctx.Err() // Close abandoned the round: no failure of Redis's
+		case <-late:
+			close(gaveUp)
+		}
+		// No answer within the interval: the round is reported failed now
+		// (an operator sees a Redis too slow to renew).
+		r.loseMadeOn(all.lost)
+		n := leaseCount(batches...)
+		failed := r.failure(true, errRoundTimeout)
+		r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
+		return failed
 	}
-	// No answer within the interval: the round is reported failed now (an
-	// operator sees a Redis too slow to renew).
-	n := leaseCount(batches...)
-	failed := r.failure(true, errRoundTimeout)
-	r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
+	r.loseMadeOn(all.lost)
+	failed := all.failed
+	if failed != nil {
+		if r.ctx.Err() != nil {
+			return failed // Close abandoned the round: no failure of Redis's
+		}
+		failed = r.failure(all.timedOut, failed)
+	}
+	// Leases found gone were sent but not renewed.
+	r.c.telemetry().renewRound(sent, all.leases-all.gone, len(calls), all.failedCalls, all.failedLeases, failed)
 	return failed
+}
+
+// renewPart is the calls of a round that go in one DoMulti, and the holds
+// each call renews.
+type renewPart struct {
+	calls   []script.Call
+	batches [][]*renewHold
+}
+
+// parts cuts a round's calls into its DoMultis: all in one on a single
+// Redis, one per slot on a cluster (where a DoMulti's answers wait for its
+// slowest shard). A round starts at most one goroutine per part: on a
+// cluster, one per slot held, 16,384 at most.
+func (r *renewer) parts(calls []script.Call, batches [][]*renewHold) []renewPart {
+	if !r.c.onCluster() {
+		return []renewPart{{calls: calls, batches: batches}}
+	}
+	var parts []renewPart
+	index := make(map[uint16]int) // slot -> its part
+	for i, call := range calls {
+		s := batches[i][0].m.keys.slot
+		j, ok := index[s]
+		if !ok {
+			j = len(parts)
+			index[s] = j
+			parts = append(parts, renewPart{})
+		}
+		parts[j].calls = append(parts[j].calls, call)
+		parts[j].batches = append(parts[j].batches, batches[i])
+	}
+	return parts
+}
+
+// renewOutcome is what a part's answers did: leases renewed or found gone,
+// calls and leases whose calls failed, the first failure (and whether the
+// calls' bound had passed by then), and the holds found gone.
+type renewOutcome struct {
+	leases, gone, failedCalls, failedLeases int
+	failed                                  error
+	timedOut                                bool
+	lost                                    map[ownerMode]error
+}
+
+// add counts o into the round's outcome.
+func (a *renewOutcome) add(o renewOutcome) {
+	a.leases += o.leases
+	a.gone += o.gone
+	a.failedCalls += o.failedCalls
+	a.failedLeases += o.failedLeases
+	if a.failed == nil && o.failed != nil {
+		a.failed, a.timedOut = o.failed, o.timedOut
+	}
+	for k, err := range o.lost {
+		if a.lost == nil {
+			a.lost = make(map[ownerMode]error)
+		}
+		a.lost[k] = err
+	}
+}
+
+// apply applies a part's answers: each hold's leases confirmed as sent +
+// lease, or lost if Redis found the hold gone. The Leases that stand on a
+// hold found gone with no Redis call of their own are left to loseMadeOn,
+// once per round.
+func (r *renewer) apply(sent time.Time, batches [][]*renewHold, results []rueidis.RedisResult, timedOut bool) renewOutcome {
+	var o renewOutcome
+	for i, res := range results {
+		n := leaseCount(batches[i])
+		o.leases += n
+		alive, err := wire.DecodeRenew(res, len(batches[i]))
+		if err != nil {
+			if o.failed == nil {
+				o.failed, o.timedOut = err, timedOut
+			}
+			o.failedCalls++
+			o.failedLeases += n
+			continue
+		}
+		for j, h := range batches[i] {
+			if alive[j] {
+				h.confirm(sent.Add(r.c.settings().leaseTime))
+				continue
+			}
+			o.gone += len(h.leases)
+			err := fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name)
+			h.lose(err, lossGone)
+			if o.lost == nil {
+				o.lost = make(map[ownerMode]error)
+			}
+			o.lost[ownerMode{h.leases[0].own, h.mode}] = err
+		}
+	}
+	return o
 }
 
 // leaseCount is how many leases stand on the holds of batches.
@@ -182,52 +304,6 @@ func leaseCount(batches ...[]*renewHold) int {
 
 // errRoundTimeout is a round's calls unanswered within its interval.
 var errRoundTimeout = errors.New("fairrw: renewal round unanswered within its interval")
-
-// settle applies a round's answers: each hold's leases confirmed as sent
-// + lease, or lost if Redis found the hold gone. With report (the answers
-// came within the round's interval), the round's outcome goes to
-// telemetry; late answers were reported already, as a failed round.
-func (r *renewer) settle(callCtx context.Context, sent time.Time, batches [][]*renewHold, results []rueidis.RedisResult, report bool) error {
-	var failed error
-	var lost map[ownerMode]error // the holds found gone
-	leases, gone, failedBatches, failedLeases := 0, 0, 0, 0
-	for i, res := range results {
-		n := leaseCount(batches[i])
-		leases += n
-		alive, err := wire.DecodeRenew(res, len(batches[i]))
-		if err != nil {
-			failed = err
-			failedBatches++
-			failedLeases += n
-			continue
-		}
-		for j, h := range batches[i] {
-			if alive[j] {
-				h.confirm(sent.Add(r.c.settings().leaseTime))
-			} else {
-				gone += len(h.leases)
-				err := fmt.Errorf("%w: %q: the renewal found the hold gone", ErrLeaseLost, h.m.keys.name)
-				h.lose(err, lossGone)
-				if lost == nil {
-					lost = make(map[ownerMode]error)
-				}
-				lost[ownerMode{h.leases[0].own, h.mode}] = err
-			}
-		}
-	}
-	r.loseMadeOn(lost)
-	if failed != nil {
-		if r.ctx.Err() != nil {
-			return failed // Close abandoned the round: no failure of Redis's
-		}
-		failed = r.failure(callCtx.Err() != nil, failed)
-	}
-	if report {
-		// Leases found gone were sent but not renewed.
-		r.c.telemetry().renewRound(sent, leases-gone, len(results), failedBatches, failedLeases, failed)
-	}
-	return failed
-}
 
 // failure is a failed round's error, naming the Redis and the cause: no
 // answer within the round's bound (timedOut), Redis unavailable, or what

@@ -89,6 +89,52 @@ func TestRenewBatches(t *testing.T) {
 	}
 }
 
+// TestRenewParts: a round's calls go in one DoMulti on a single Redis; on
+// a cluster in one per slot, so that a shard that does not answer holds
+// back no other shard's confirmations (a killed primary once left the live
+// shards' leases half their margin), every call in exactly one part.
+func TestRenewParts(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		r := &renewer{c: &Client{conf: settings{policy: redissonPolicy{}, leaseTime: 30 * time.Second}, cluster: cluster}}
+		calls, batches := r.batches(renewHolds(t))
+		parts := r.parts(calls, batches)
+		if !cluster {
+			if len(parts) != 1 || len(parts[0].calls) != len(calls) {
+				t.Fatalf("single Redis: %d parts; want one of all %d calls", len(parts), len(calls))
+			}
+			continue
+		}
+		slots := map[uint16]bool{}
+		n := 0
+		for i, p := range parts {
+			if len(p.calls) != len(p.batches) {
+				t.Fatalf("part %d: %d calls, %d batches", i, len(p.calls), len(p.batches))
+			}
+			s := slot.Of(p.calls[0].Keys[0])
+			if slots[s] {
+				t.Fatalf("slot %d split over two parts", s)
+			}
+			slots[s] = true
+			for j, call := range p.calls {
+				for _, k := range call.Keys {
+					if slot.Of(k) != s {
+						t.Fatalf("part %d mixes slots %d and %d", i, s, slot.Of(k))
+					}
+				}
+				if p.batches[j][0].m.keys.slot != s {
+					t.Fatalf("part %d: call %d's holds are of slot %d", i, j, p.batches[j][0].m.keys.slot)
+				}
+			}
+			n += len(p.calls)
+		}
+		// 250 holds of {tenant} take 3 calls in one part; 30 names of
+		// their own, one part each unless two share a slot.
+		if n != len(calls) || len(parts) != len(slots) || len(parts) < 2 || len(parts) > 31 {
+			t.Fatalf("cluster: %d parts carry %d of %d calls over %d slots", len(parts), n, len(calls), len(slots))
+		}
+	}
+}
+
 func testHold(t *testing.T, name string, mode Mode) *renewHold {
 	keys, err := redissonPolicy{}.keys(name)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/fairrw/rwlock/internal/compat"
 	"github.com/fairrw/rwlock/internal/hidden"
 	"github.com/fairrw/rwlock/internal/slot"
+	"github.com/fairrw/rwlock/internal/testkit/lateness"
 	"github.com/fairrw/rwlock/internal/testkit/locktest"
 	"github.com/fairrw/rwlock/internal/testkit/redisinfo"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
@@ -294,6 +295,8 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 			waiting := f.waitFor(fairrw.Write) // behind the victim's holder
 
 			time.Sleep(time.Second)
+			late := lateness.Start(t)
+			margin := watchMargin(leases, onDead)
 			killed, promoted := f.c.KillPrimary(t, f.slot)
 			t.Logf("killed %s; %s took over slot %d", killed, promoted, f.slot)
 
@@ -304,6 +307,13 @@ func TestClusterFaultKillPrimary(t *testing.T) {
 				}
 			}
 			wg.Wait()
+			// A live shard's renewals are answered as they come, whatever
+			// the dead shard's calls do: each live lease keeps what a
+			// round leaves it (lease - interval), not half of it.
+			least := margin()
+			interval := lease / 3
+			t.Logf("the smallest margin left to a live shard's lease: %v (a lease of %v renewed every %v)", least, lease, interval)
+			late.WithinWaits("a live shard's lease margin short of lease - interval", lease-interval-least, interval/2, 2)
 			for _, l := range leases {
 				if !onDead[l] {
 					if err := l.Err(); err != nil {
@@ -407,4 +417,30 @@ func errorCount(t *testing.T, c *redistest.Cluster, addr, name string) int {
 	}
 	n, _ := strconv.Atoi(strings.TrimPrefix(redisinfo.Field(stats, "errorstat_"+name), "count="))
 	return n
+}
+
+// watchMargin samples, every 5 ms until the returned func is called, how
+// long the leases not onDead have left before their deadlines, and the
+// func returns the least seen.
+func watchMargin(leases []*fairrw.Lease, onDead map[*fairrw.Lease]bool) (least func() time.Duration) {
+	stop, done := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		least := time.Duration(1<<63 - 1)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, l := range leases {
+				if !onDead[l] && l.Err() == nil {
+					least = min(least, time.Until(l.Deadline()))
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-stop:
+				done <- least
+				return
+			}
+		}
+	}()
+	return func() time.Duration { close(stop); return <-done }
 }
