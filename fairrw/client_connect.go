@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -429,22 +428,13 @@ func (c *Client) servingNodes(ctx context.Context, rdb rueidis.Client) (map[stri
 	if err != nil {
 		return nil, false
 	}
+	ranges, ok := slotRanges(slots)
+	if !ok {
+		return nil, false
+	}
 	serving := make(map[string]bool)
-	for _, r := range slots {
-		fields, err := r.ToArray()
-		if err != nil || len(fields) < 3 {
-			return nil, false
-		}
-		primary, err := fields[2].ToArray()
-		if err != nil || len(primary) < 2 {
-			return nil, false
-		}
-		host, herr := primary[0].ToString()
-		port, perr := primary[1].AsInt64()
-		if herr != nil || perr != nil {
-			return nil, false
-		}
-		serving[net.JoinHostPort(host, strconv.FormatInt(port, 10))] = true
+	for _, rg := range ranges {
+		serving[rg.primary] = true
 	}
 	return serving, true
 }

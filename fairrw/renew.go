@@ -23,9 +23,10 @@ const maxRenewBatch = 100
 
 // renewer is the Client's single watchdog. Every renewInterval it renews all
 // the watchdog leases the Client holds: grouped by (lock, owner, mode), then
-// by cluster slot, in script calls of at most maxRenewBatch holds, all sent in
-// one DoMulti round trip. It also tracks every live lease, so Close can end
-// them.
+// by cluster slot, in script calls of at most maxRenewBatch holds, sent in
+// one DoMulti round trip on a single Redis and in one per shard on a
+// cluster, each confirming its leases as its answers come. It also tracks
+// every live lease, so Close can end them.
 type renewer struct {
 	c      *Client
 	mu     sync.Mutex
@@ -34,6 +35,7 @@ type renewer struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	calls  sync.WaitGroup // the rounds' DoMulti calls, which may outlast their round
+	shards shardView      // on a cluster, which primary serves each slot
 }
 
 func newRenewer(c *Client) *renewer {
@@ -111,26 +113,30 @@ func (r *renewer) round() error {
 	}
 	calls, batches := r.batches(holds)
 	parts := r.parts(calls, batches)
+	if r.c.onCluster() {
+		r.refreshShards(false)
+	}
 	// Each part is one DoMulti, which returns only when every call in it
 	// has its answer, and confirms its holds as soon as it has them: on a
-	// cluster a part is one slot, so that a shard that does not answer
-	// holds back only its own holds' confirmations, never another shard's
-	// (one DoMulti for the round once left the live shards' leases half
-	// their margin while a killed primary's calls retried). The round
-	// waits one renew interval for its parts, then reports those
-	// unanswered, and the next round starts on time. The calls go on: on
-	// one server (or Sentinel's primary), until the leases' own length
-	// has passed, so that a slow Redis's late answers still confirm (as
-	// sent + lease, whenever they come: a lease never outlasts what Redis
-	// was asked to keep). On a cluster a dead shard's calls retry until
-	// their context ends, so there they end with the interval, and the
-	// dead shard's leases are lost at their deadline. A call given up
-	// costs nothing on Redis: one that ran renewed, and its answer is
-	// dropped. Timers, not deadlines, so that Close ends a round under
-	// way (see withTimer).
+	// cluster a part is one shard's (see parts), so that a shard that does
+	// not answer holds back only its own holds' confirmations, never
+	// another shard's (one DoMulti for the round once left the live
+	// shards' leases half their margin while a killed primary's calls
+	// retried). The round waits one renew interval for its parts, then
+	// reports those unanswered, and the next round starts on time. The
+	// calls go on: on one server (or Sentinel's primary), until the
+	// leases' own length has passed, so that a slow Redis's late answers
+	// still confirm (as sent + lease, whenever they come: a lease never
+	// outlasts what Redis was asked to keep). On a cluster a dead shard's
+	// calls retry until their context ends, so there they end with the
+	// interval, and the dead shard's leases are lost at their deadline. A
+	// call given up costs nothing on Redis: one that ran renewed, and its
+	// answer is dropped. Timers, not deadlines, so that Close ends a round
+	// under way (see withTimer).
+	interval := r.c.settings().renewInterval
 	bound := r.c.settings().leaseTime
 	if r.c.onCluster() {
-		bound = r.c.settings().renewInterval
+		bound = interval
 	}
 	callCtx, cancelCalls := withTimer(r.ctx, bound)
 	outcomes := make(chan renewOutcome) // taken only while the round waits
@@ -150,6 +156,7 @@ func (r *renewer) round() error {
 				return // after Close, nothing is left to confirm
 			}
 			o := r.apply(sent, p.batches, results, timedOut)
+			o.calls = len(p.calls)
 			select {
 			case outcomes <- o:
 			case <-gaveUp:
@@ -159,13 +166,13 @@ func (r *renewer) round() error {
 			}
 		}()
 	}
-	var late <-chan time.Time // nil on a cluster: the calls end with the interval
-	if bound > r.c.settings().renewInterval {
-		wait := time.NewTimer(r.c.settings().renewInterval)
-		defer wait.Stop()
-		late = wait.C
-	}
+	// On a cluster too: a part whose call outlasts its context (a
+	// reconnect's handshake is bounded by the dial timeout alone) must not
+	// hold back the next round.
+	wait := time.NewTimer(interval)
+	defer wait.Stop()
 	var all renewOutcome
+	var failed error
 	for range parts {
 		select {
 		case o := <-outcomes:
@@ -174,24 +181,28 @@ func (r *renewer) round() error {
 		case <-r.ctx.Done():
 			close(gaveUp)
 			return r.ctx.Err() // Close abandoned the round: no failure of Redis's
-		case <-late:
+		case <-wait.C:
 			close(gaveUp)
 		}
-		// No answer within the interval: the round is reported failed now
-		// (an operator sees a Redis too slow to renew).
-		r.loseMadeOn(all.lost)
-		n := leaseCount(batches...)
-		failed := r.failure(true, errRoundTimeout)
-		r.c.telemetry().renewRound(sent, n, len(calls), len(calls), n, failed)
-		return failed
+		// Parts unanswered within the interval: they are reported failed
+		// now (an operator sees a Redis too slow to renew), with what the
+		// others' answers did.
+		unanswered := leaseCount(batches...) - all.leases
+		all.leases += unanswered
+		all.failedLeases += unanswered
+		all.failedCalls += len(calls) - all.calls
+		all.failed, all.timedOut = errRoundTimeout, true
+		break
 	}
 	r.loseMadeOn(all.lost)
-	failed := all.failed
-	if failed != nil {
+	if all.failed != nil {
 		if r.ctx.Err() != nil {
-			return failed // Close abandoned the round: no failure of Redis's
+			return all.failed // Close abandoned the round: no failure of Redis's
 		}
-		failed = r.failure(all.timedOut, failed)
+		failed = r.failure(all.timedOut, all.failed)
+		if r.c.onCluster() {
+			r.refreshShards(true) // slots may have moved
+		}
 	}
 	// Leases found gone were sent but not renewed.
 	r.c.telemetry().renewRound(sent, all.leases-all.gone, len(calls), all.failedCalls, all.failedLeases, failed)
@@ -206,21 +217,28 @@ type renewPart struct {
 }
 
 // parts cuts a round's calls into its DoMultis: all in one on a single
-// Redis, one per slot on a cluster (where a DoMulti's answers wait for its
-// slowest shard). A round starts at most one goroutine per part: on a
-// cluster, one per slot held, 16,384 at most.
+// Redis; on a cluster one per shard, as the renewer's view of the cluster
+// has them, and one per slot the view does not know (see shardView).
 func (r *renewer) parts(calls []script.Call, batches [][]*renewHold) []renewPart {
 	if !r.c.onCluster() {
 		return []renewPart{{calls: calls, batches: batches}}
 	}
+	slots := make([]uint16, len(calls))
+	for i := range calls {
+		slots[i] = batches[i][0].m.keys.slot
+	}
+	shards := r.shards.shardsOf(slots)
 	var parts []renewPart
-	index := make(map[uint16]int) // slot -> its part
+	index := make(map[int32]int) // shard, or -1 - slot, -> its part
 	for i, call := range calls {
-		s := batches[i][0].m.keys.slot
-		j, ok := index[s]
+		k := shards[i]
+		if k < 0 {
+			k = -1 - int32(slots[i])
+		}
+		j, ok := index[k]
 		if !ok {
 			j = len(parts)
-			index[s] = j
+			index[k] = j
 			parts = append(parts, renewPart{})
 		}
 		parts[j].calls = append(parts[j].calls, call)
@@ -229,18 +247,19 @@ func (r *renewer) parts(calls []script.Call, batches [][]*renewHold) []renewPart
 	return parts
 }
 
-// renewOutcome is what a part's answers did: leases renewed or found gone,
+// renewOutcome is what a part's answers did: its calls, leases renewed or found gone,
 // calls and leases whose calls failed, the first failure (and whether the
 // calls' bound had passed by then), and the holds found gone.
 type renewOutcome struct {
-	leases, gone, failedCalls, failedLeases int
-	failed                                  error
-	timedOut                                bool
-	lost                                    map[ownerMode]error
+	calls, leases, gone, failedCalls, failedLeases int
+	failed                                         error
+	timedOut                                       bool
+	lost                                           map[ownerMode]error
 }
 
 // add counts o into the round's outcome.
 func (a *renewOutcome) add(o renewOutcome) {
+	a.calls += o.calls
 	a.leases += o.leases
 	a.gone += o.gone
 	a.failedCalls += o.failedCalls

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/fairrw/rwlock/internal/slot"
 	"github.com/fairrw/rwlock/internal/testkit/redistest"
 	"github.com/fairrw/rwlock/internal/wire"
@@ -90,48 +92,118 @@ func TestRenewBatches(t *testing.T) {
 }
 
 // TestRenewParts: a round's calls go in one DoMulti on a single Redis; on
-// a cluster in one per slot, so that a shard that does not answer holds
-// back no other shard's confirmations (a killed primary once left the live
-// shards' leases half their margin), every call in exactly one part.
+// a cluster in one per shard, as the renewer's view of the cluster has
+// them, and in one per slot the view does not know (no view yet), so that
+// a shard that does not answer holds back no other shard's confirmations
+// (a killed primary once left the live shards' leases half their
+// margin). Every call is in exactly one part, and a part never mixes two
+// shards of the view.
 func TestRenewParts(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		r := &renewer{c: &Client{conf: settings{policy: redissonPolicy{}, leaseTime: 30 * time.Second}, cluster: cluster}}
+	newRenewer := func(cluster bool) *renewer {
+		return &renewer{c: &Client{conf: settings{policy: redissonPolicy{}, leaseTime: 30 * time.Second}, cluster: cluster}}
+	}
+	r := newRenewer(false)
+	calls, batches := r.batches(renewHolds(t))
+	if parts := r.parts(calls, batches); len(parts) != 1 || len(parts[0].calls) != len(calls) {
+		t.Fatalf("single Redis: %d parts; want one of all %d calls", len(parts), len(calls))
+	}
+
+	// shardOf is the view's shard of a slot, -1 where it has none.
+	check := func(what string, r *renewer, shardOf func(uint16) int32, wantParts int) {
+		t.Helper()
 		calls, batches := r.batches(renewHolds(t))
 		parts := r.parts(calls, batches)
-		if !cluster {
-			if len(parts) != 1 || len(parts[0].calls) != len(calls) {
-				t.Fatalf("single Redis: %d parts; want one of all %d calls", len(parts), len(calls))
-			}
-			continue
-		}
-		slots := map[uint16]bool{}
+		seen := map[int32]bool{}
 		n := 0
 		for i, p := range parts {
 			if len(p.calls) != len(p.batches) {
-				t.Fatalf("part %d: %d calls, %d batches", i, len(p.calls), len(p.batches))
+				t.Fatalf("%s: part %d: %d calls, %d batches", what, i, len(p.calls), len(p.batches))
 			}
-			s := slot.Of(p.calls[0].Keys[0])
-			if slots[s] {
-				t.Fatalf("slot %d split over two parts", s)
+			first := slot.Of(p.calls[0].Keys[0])
+			k := shardOf(first)
+			if k < 0 {
+				k = -1 - int32(first)
 			}
-			slots[s] = true
+			if seen[k] {
+				t.Fatalf("%s: shard (or unknown slot) %d split over two parts", what, k)
+			}
+			seen[k] = true
 			for j, call := range p.calls {
-				for _, k := range call.Keys {
-					if slot.Of(k) != s {
-						t.Fatalf("part %d mixes slots %d and %d", i, s, slot.Of(k))
-					}
+				s := slot.Of(call.Keys[0])
+				if got := shardOf(s); got != shardOf(first) || got < 0 && s != first {
+					t.Fatalf("%s: part %d mixes slot %d (shard %d) with slot %d (shard %d)", what, i, s, got, first, shardOf(first))
 				}
 				if p.batches[j][0].m.keys.slot != s {
-					t.Fatalf("part %d: call %d's holds are of slot %d", i, j, p.batches[j][0].m.keys.slot)
+					t.Fatalf("%s: part %d: call %d's holds are of slot %d, its keys of %d", what, i, j, p.batches[j][0].m.keys.slot, s)
 				}
 			}
 			n += len(p.calls)
 		}
-		// 250 holds of {tenant} take 3 calls in one part; 30 names of
-		// their own, one part each unless two share a slot.
-		if n != len(calls) || len(parts) != len(slots) || len(parts) < 2 || len(parts) > 31 {
-			t.Fatalf("cluster: %d parts carry %d of %d calls over %d slots", len(parts), n, len(calls), len(slots))
+		if n != len(calls) || wantParts > 0 && len(parts) != wantParts {
+			t.Fatalf("%s: %d parts carry %d of %d calls; want %d parts", what, len(parts), n, len(calls), wantParts)
 		}
+	}
+	// No view: a part per slot. 250 holds of {tenant} take 3 calls in one
+	// part; 30 names of their own one part each, unless two share a slot.
+	slots := map[uint16]bool{}
+	for _, h := range renewHolds(t) {
+		slots[h.m.keys.slot] = true
+	}
+	check("no view", newRenewer(true), func(uint16) int32 { return -1 }, len(slots))
+
+	// A view of two shards, split at slot 8192, that does not know {tenant}'s
+	// slot: two parts, and one for that slot.
+	r = newRenewer(true)
+	tenant := slot.Of("{tenant}")
+	r.shards.of = make([]int32, 1<<14)
+	for s := range r.shards.of {
+		r.shards.of[s] = 1 + int32(s/8192)
+	}
+	r.shards.of[tenant] = 0
+	shardOf := func(s uint16) int32 {
+		if s == tenant {
+			return -1
+		}
+		return int32(s / 8192)
+	}
+	want := 1 // {tenant}
+	for _, half := range []int32{0, 1} {
+		for s := range slots {
+			if s != tenant && shardOf(s) == half {
+				want++
+				break
+			}
+		}
+	}
+	check("a view of two shards", r, shardOf, want)
+}
+
+// TestShardTable: a CLUSTER SLOTS answer maps every slot to its primary;
+// miniredis answers as a one-node cluster serving all 16,384.
+func TestShardTable(t *testing.T) {
+	_, opt := redistest.Miniredis(t)
+	opt.DisableCache = true
+	opt.ForceSingleClient = true
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	msgs, err := rdb.Do(context.Background(), rdb.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := shardTable(msgs)
+	if len(of) != 1<<14 {
+		t.Fatalf("a table of %d slots", len(of))
+	}
+	for s, k := range of {
+		if k != 1 {
+			t.Fatalf("slot %d maps to %d, want 1 (the one primary)", s, k)
+		}
+	}
+	if shardTable([]rueidis.RedisMessage{{}}) != nil {
+		t.Fatal("an answer that does not parse made a table")
 	}
 }
 
@@ -249,5 +321,90 @@ func TestRenewalLossWaitsForUnlock(t *testing.T) {
 	}
 	if !errors.Is(held.Err(), ErrLeaseLost) {
 		t.Fatalf("Err = %v, want ErrLeaseLost", held.Err())
+	}
+}
+
+// stallSlot is a Redis wrapper whose renewal calls (EVALSHA) of one slot
+// get no answer until their ctx ends, as a dead shard's are retried. It
+// stands for a cluster whose every slot is a shard of its own: it answers
+// no CLUSTER SLOTS (the renewer then keeps no view of the shards), since
+// miniredis would answer as one node serving every slot.
+type stallSlot struct {
+	rueidis.Client
+	slot uint16
+}
+
+func (s stallSlot) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if args := cmd.Commands(); len(args) > 1 && args[0] == "CLUSTER" && args[1] == "SLOTS" {
+		<-ctx.Done()
+	}
+	return s.Client.Do(ctx, cmd)
+}
+
+func (s stallSlot) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		if args := cmd.Commands(); len(args) > 3 && args[0] == "EVALSHA" && slot.Of(args[3]) == s.slot {
+			<-ctx.Done()
+			break
+		}
+	}
+	return s.Client.DoMulti(ctx, cmds...)
+}
+
+// TestRenewalStalledSlotHoldsBackNoOther: on a cluster (miniredis answers
+// as one), a slot whose renewals get no answer does not hold back the
+// others' confirmations: a lease on another slot is confirmed as each
+// round's answer comes, so it keeps about a lease less an interval (one
+// DoMulti for the round would leave it a lease less two intervals, its
+// confirmations waiting for the stalled slot's calls to end with the
+// interval), and the stalled slot's lease is lost. Judged against the
+// machine's worst lateness of a bare wait meanwhile.
+func TestRenewalStalledSlotHoldsBackNoOther(t *testing.T) {
+	_, opt := redistest.Miniredis(t)
+	const lease = 900 * time.Millisecond
+	interval := lease / 3
+	stalled := "renew:stalled"
+	c, err := New(WithClientOption(opt), WithLeaseTime(lease), withSlowAnswer(time.Second),
+		WithRedisWrapper(func(rdb rueidis.Client) rueidis.Client { return stallSlot{rdb, slot.Of(stalled)} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.onCluster() {
+		t.Skip("miniredis did not answer as a cluster: nothing to hold back")
+	}
+	ctx := context.Background()
+	live, err := c.RWMutex("renew:live").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := c.RWMutex(stalled).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slot.Of("renew:live") == slot.Of(stalled) {
+		t.Fatal("the two names share a slot")
+	}
+	least, worst := lease, time.Duration(0)
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); {
+		least = min(least, time.Until(live.Deadline()))
+		want := time.Now().Add(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+		worst = max(worst, time.Since(want))
+	}
+	select {
+	case <-lost.Done():
+	default:
+		t.Fatalf("the stalled slot's lease is not lost after %v", 3*lease)
+	}
+	if live.Err() != nil {
+		t.Fatalf("the live slot's lease was lost: %v", live.Err())
+	}
+	t.Logf("the smallest margin left to the live lease: %v (lease %v, interval %v, worst lateness %v)", least, lease, interval, worst)
+	if short := lease - interval - least; short > interval/2+2*worst {
+		t.Fatalf("the live lease kept %v, %v short of lease - interval: held back by the stalled slot (allowed %v + 2 x %v lateness)", least, short, interval/2, worst)
+	}
+	if err := live.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -229,22 +229,8 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 			px := faults.StartProxy(t, r.Addr)
 			slow := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
 			direct := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
-			// stalled runs acquire through a stall of two leases, and
-			// returns its outcome, when the stall was healed and when
-			// acquire returned.
-			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (res itest.LockResult, healed, returned time.Time) {
-				px.Stall()
-				ch := make(chan itest.LockResult, 1)
-				ret := make(chan time.Time, 1)
-				go func() {
-					l, err := acquire(itest.TestCtx(t))
-					ret <- time.Now()
-					ch <- itest.LockResult{L: l, Err: err}
-				}()
-				time.Sleep(2 * lease)
-				px.Heal()
-				healed = time.Now()
-				return <-ch, healed, <-ret
+			stalled := func(acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (itest.LockResult, time.Time, time.Time) {
+				return stallThrough(t, px, 2*lease, acquire)
 			}
 
 			gone := holdGone(t, r, name)
@@ -292,6 +278,88 @@ func TestFaultGrantOutlastsLease(t *testing.T) {
 			locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
 		})
 	}
+}
+
+// stallThrough runs acquire through a stall of the proxy's link for
+// stall, and returns its outcome, when the stall was healed and when
+// acquire returned.
+func stallThrough(t *testing.T, px *faults.Proxy, stall time.Duration, acquire func(context.Context, ...fairrw.AcquireOption) (*fairrw.Lease, error)) (res itest.LockResult, healed, returned time.Time) {
+	px.Stall()
+	ch := make(chan itest.LockResult, 1)
+	ret := make(chan time.Time, 1)
+	go func() {
+		l, err := acquire(itest.TestCtx(t))
+		ret <- time.Now()
+		ch <- itest.LockResult{L: l, Err: err}
+	}()
+	time.Sleep(stall)
+	px.Heal()
+	healed = time.Now()
+	return <-ch, healed, <-ret
+}
+
+// TestFaultLateFirstGrantReadAndMutex is TestFaultGrantOutlastsLease's
+// Lock case for a read of each policy and for the Mutex: an acquire whose
+// first attempt is granted past its lease (counted from the send) gives
+// that grant back before it goes on as a new owner.
+//   - A read: the new owner's read shares with a grant kept, so the check
+//     is a writer's: once the returned read is unlocked, a write on
+//     another Client is granted within half a lease plus the control.
+//     Kept, the late read would refuse it until a lease after the heal.
+//   - The Mutex: as the write Lock, it returns within half a lease of the
+//     heal plus the control, and holds the name alone.
+func TestFaultLateFirstGrantReadAndMutex(t *testing.T) {
+	r := redistest.StartProcess(t)
+	const lease = 300 * time.Millisecond
+	for _, p := range itest.Policies {
+		t.Run("read/"+p.String(), func(t *testing.T) {
+			name := "fault:late-read:" + p.String()
+			px := faults.StartProxy(t, r.Addr)
+			slow := proxiedClient(t, px, p, fairrw.WithLeaseTime(lease))
+			direct := itest.NewClient(t, r, itest.Transports[0], fairrw.WithPolicy(p))
+			ctl := lateness.Start(t)
+			res, _, _ := stallThrough(t, px, 2*lease, slow.RWMutex(name).RLock)
+			if res.Err != nil {
+				t.Fatalf("RLock that outlasted its first attempt's lease: %v", res.Err)
+			}
+			if res.L.Err() != nil || !res.L.Deadline().After(time.Now()) {
+				t.Fatalf("RLock returned a lease born lost: Err %v, deadline %v ago", res.L.Err(), time.Since(res.L.Deadline()))
+			}
+			itest.MustUnlock(t, res.L)
+			unlocked := time.Now()
+			l, err := direct.RWMutex(name).Lock(itest.TestCtx(t))
+			if err != nil {
+				t.Fatalf("a write after the read was unlocked: %v", err)
+			}
+			ctl.Within("a write after a read whose first grant outlasted its lease, from the read's Unlock", time.Since(unlocked), lease/2)
+			itest.MustUnlock(t, l)
+			locktest.EventuallyNoKeys(t, itest.NewEnv(t, r, itest.Transports[0], p), name)
+		})
+	}
+	t.Run("mutex", func(t *testing.T) {
+		name := "fault:late-mutex"
+		px := faults.StartProxy(t, r.Addr)
+		slow := proxiedClient(t, px, fairrw.Redisson(), fairrw.WithLeaseTime(lease))
+		direct := itest.NewClient(t, r, itest.Transports[0])
+		ctl := lateness.Start(t)
+		res, healed, returned := stallThrough(t, px, 2*lease, slow.Mutex(name).Lock)
+		if res.Err != nil {
+			t.Fatalf("Mutex Lock that outlasted its first attempt's lease: %v", res.Err)
+		}
+		ctl.Within("a Mutex Lock whose first grant outlasted its lease, from the heal", returned.Sub(healed), lease/2)
+		if res.L.Err() != nil || !res.L.Deadline().After(time.Now()) {
+			t.Fatalf("Mutex Lock returned a lease born lost: Err %v, deadline %v ago", res.L.Err(), time.Since(res.L.Deadline()))
+		}
+		if _, err := direct.Mutex(name).TryLock(itest.TestCtx(t)); !errors.Is(err, fairrw.ErrNotAcquired) {
+			t.Fatalf("Mutex TryLock while the retried Lock holds: %v, want ErrNotAcquired", err)
+		}
+		itest.MustUnlock(t, res.L)
+		l, err := direct.Mutex(name).TryLock(itest.TestCtx(t))
+		if err != nil {
+			t.Fatalf("Mutex TryLock after the Unlock: %v", err)
+		}
+		itest.MustUnlock(t, l)
+	})
 }
 
 // holdGone reports how the hold of lock name leaves Redis, "del" (a

@@ -120,6 +120,33 @@ return 1`),
 		cleanup:    6,
 		held:       1,
 	}
+	// RenameFloor is the lean write cycle designed for issue 35
+	// (bench/RESULTS.md, "The next step for issue 35"): the acquire probes
+	// S, R, the Redisson hash X, the give-up marker M and the fence F, and
+	// writes S alone (no fence write: the token is the clock); the release
+	// reads S and renames it to M, the owner's give-up marker, which
+	// answers a retried release and refuses late copies, so that no latch
+	// is written or deleted. 6 commands; 5 keys and 6 values, then 2 keys
+	// and 2 values.
+	RenameFloor = &Pair{
+		Name:     "rename-floor",
+		About:    "EXISTS of 5 (S, R, X, M, F), TIME, HSET of 6 fields, PEXPIREAT; then HMGET, RENAME S to the give-up marker (no fence write, no latch)",
+		Commands: 6,
+		lock:     floorAcquire("KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]", ""),
+		unlock: rueidis.NewLuaScript(`
+redis.call('hmget', KEYS[1], 'writer', 'wdeadline', 'horizon', 'busy')
+redis.call('rename', KEYS[1], KEYS[2])
+return 1`),
+		keys: func(key string) []string {
+			b, x, m, _ := floorNames(key)
+			return []string{b, b + ":readers", x, m, b + ":fence", b, m}
+		},
+		lockArgs:   leanArgs[:6],
+		unlockArgs: []string{"w", floorOwner},
+		split:      5,
+		cleanup:    -1,
+		held:       1,
+	}
 	// NoLatchFloor is FastPathFloor without the release's latch: no SET
 	// NX, and so no DEL of it afterwards. What a retried release needs, by
 	// difference.
@@ -143,7 +170,7 @@ return 1`),
 
 // Floors returns FastPathFloor and the floors of the other layouts.
 func Floors() []*Pair {
-	return []*Pair{FastPathFloor, Exists3Floor, NoFenceFloor, LeanFloor, Lean4Floor, GuardFloor, OneKeyFloor, NoLatchFloor}
+	return []*Pair{FastPathFloor, Exists3Floor, NoFenceFloor, LeanFloor, Lean4Floor, GuardFloor, OneKeyFloor, NoLatchFloor, RenameFloor}
 }
 
 // floorOwner is an owner (and a request id) as fairrw writes them.
