@@ -448,3 +448,64 @@ func watchMargin(leases []*fairrw.Lease, onDead map[*fairrw.Lease]bool) (least f
 	}()
 	return func() time.Duration { close(stop); return <-done }
 }
+
+// TestClusterFaultPausedPrimary: a primary frozen (SIGSTOP, no replica to
+// take over) keeps its connections open and answers nothing, so a
+// renewal's calls to it wait for their context to end, where a killed
+// one's are refused. The frozen shard's leases are lost by their
+// deadlines; every other shard's are confirmed as their answers come,
+// keeping a lease less an interval (judged as TestClusterFaultKillPrimary
+// judges it), and live on after the primary thaws.
+func TestClusterFaultPausedPrimary(t *testing.T) {
+	c := redistest.StartClusterProcesses(t, 3, 0)
+	const lease = 1500 * time.Millisecond
+	fc := itest.NewClusterClient(t, c, itest.Transports[0], fairrw.WithLeaseTime(lease))
+	names := itest.ClusterNames(20)
+	frozen := c.PrimaryOf(t, int(slot.Of(names[0])))
+	var leases []*fairrw.Lease
+	onFrozen := make(map[*fairrw.Lease]bool)
+	for _, n := range names {
+		l := itest.MustLock(t, fc.RWMutex(n), fairrw.Write)
+		leases = append(leases, l)
+		onFrozen[l] = c.PrimaryOf(t, int(slot.Of(n))) == frozen
+	}
+	late := lateness.Start(t)
+	margin := watchMargin(leases, onFrozen)
+	c.Node(frozen).Pause(t)
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			c.Node(frozen).Resume(t)
+		}
+	}
+	defer thaw()
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		if onFrozen[l] {
+			wg.Go(func() { itest.AwaitLost(t, l, 3*lease) })
+		}
+	}
+	wg.Wait()
+	time.Sleep(lease / 3) // one more round with the shard frozen
+	least := margin()
+	thaw()
+	interval := lease / 3
+	t.Logf("the smallest margin left to a live shard's lease with %s frozen: %v (a lease of %v renewed every %v)", frozen, least, lease, interval)
+	late.WithinWaits("a live shard's lease margin short of lease - interval, a primary frozen", lease-interval-least, interval/2, 2)
+	live := 0
+	for _, l := range leases {
+		if onFrozen[l] {
+			continue
+		}
+		live++
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %s on a live shard was lost: %v", hidden.Name(l), err)
+			continue
+		}
+		itest.MustUnlock(t, l)
+	}
+	if live == 0 || live == len(leases) {
+		t.Fatalf("%d of %d leases on live shards: the test did not reach the case", live, len(leases))
+	}
+}
