@@ -434,6 +434,9 @@ func (c *Client) servingNodes(ctx context.Context, rdb rueidis.Client) (map[stri
 	}
 	serving := make(map[string]bool)
 	for _, rg := range ranges {
+		if rg.primary == "" {
+			return nil, false // an endpoint not given: nothing to tell by
+		}
 		serving[rg.primary] = true
 	}
 	return serving, true

@@ -34,7 +34,7 @@ type renewer struct {
 	ctx    context.Context // ends with close: a round in flight is abandoned
 	stop   context.CancelFunc
 	done   chan struct{}
-	calls  sync.WaitGroup // the rounds' DoMulti calls, which may outlast their round
+	calls  sync.WaitGroup // the rounds' DoMulti calls and views of the shards, which may outlast their round
 	shards shardView      // on a cluster, which primary serves each slot
 }
 
@@ -191,7 +191,9 @@ func (r *renewer) round() error {
 		all.leases += unanswered
 		all.failedLeases += unanswered
 		all.failedCalls += len(calls) - all.calls
-		all.failed, all.timedOut = errRoundTimeout, true
+		if all.failed == nil { // an answer's own failure says more
+			all.failed, all.timedOut = errRoundTimeout, true
+		}
 		break
 	}
 	r.loseMadeOn(all.lost)
@@ -201,7 +203,11 @@ func (r *renewer) round() error {
 		}
 		failed = r.failure(all.timedOut, all.failed)
 		if r.c.onCluster() {
-			r.refreshShards(true) // slots may have moved
+			// Slots may have moved: until a new view is taken, the
+			// rounds go per slot, so that a stale view cannot keep live
+			// slots in a part with a shard that does not answer.
+			r.shards.forget()
+			r.refreshShards(true)
 		}
 	}
 	// Leases found gone were sent but not renewed.
@@ -247,9 +253,10 @@ func (r *renewer) parts(calls []script.Call, batches [][]*renewHold) []renewPart
 	return parts
 }
 
-// renewOutcome is what a part's answers did: its calls, leases renewed or found gone,
-// calls and leases whose calls failed, the first failure (and whether the
-// calls' bound had passed by then), and the holds found gone.
+// renewOutcome is what a part's answers did: its calls and leases (every
+// one sent), those found gone, the calls and leases whose calls failed, the
+// first failure (and whether the calls' bound had passed by then), and the
+// holds found gone.
 type renewOutcome struct {
 	calls, leases, gone, failedCalls, failedLeases int
 	failed                                         error
@@ -277,8 +284,9 @@ func (a *renewOutcome) add(o renewOutcome) {
 
 // apply applies a part's answers: each hold's leases confirmed as sent +
 // lease, or lost if Redis found the hold gone. The Leases that stand on a
-// hold found gone with no Redis call of their own are left to loseMadeOn,
-// once per round.
+// hold found gone with no Redis call of their own are left to loseMadeOn:
+// once per round for the parts answered within it, once per part for
+// those answered later.
 func (r *renewer) apply(sent time.Time, batches [][]*renewHold, results []rueidis.RedisResult, timedOut bool) renewOutcome {
 	var o renewOutcome
 	for i, res := range results {
