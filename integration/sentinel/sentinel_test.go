@@ -3,7 +3,9 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,9 +33,12 @@ import (
 // renewal after the switch to reach the new primary before that: rueidis
 // switches about 1s after the promotion on SENTINEL FAILOVER, about 3s
 // after a kill -9 (down-after 1s), and a failed renewal round is retried
-// within a second.
+// within a second. With two suites side by side a promotion took 3.5 s and
+// a 15 s lease's holder was seen to lose its hold that way (a waiter was
+// granted, legitimately: the renewals it had made on the old primary were
+// lost), so the lease leaves 20 s to the switch.
 const (
-	sentinelHoldLease = 15 * time.Second
+	sentinelHoldLease = 30 * time.Second
 	// The load's holds last a millisecond, but one whose Unlock could not
 	// reach the dead primary stays until its lease ends: a short one, so
 	// that the load goes on soon after the failover.
@@ -233,7 +238,13 @@ func (sc *scene) blocked(t *testing.T, onlySynced bool) {
 		}
 		select {
 		case <-w.done:
-			t.Fatalf("%s waiter for %s (%s) returned while the lock is held: %v", w.mode, w.name, w.tr, w.err)
+			// What the holders' leases say tells a hold lost (and
+			// reported) from a grant beside a live one.
+			var holders []string
+			for _, l := range append(append([]*fairrw.Lease(nil), sc.synced...), sc.async...) {
+				holders = append(holders, fmt.Sprintf("%s %s: Err %v, deadline in %v", hidden.Mode(l), hidden.Name(l), l.Err(), time.Until(l.Deadline()).Round(time.Millisecond)))
+			}
+			t.Fatalf("%s waiter for %s (%s) returned while the lock is held: %v (woken by %q); the holders: %s", w.mode, w.name, w.tr, w.err, w.woke, strings.Join(holders, "; "))
 		default:
 		}
 	}
