@@ -156,7 +156,6 @@ func (r *renewer) round() error {
 				return // after Close, nothing is left to confirm
 			}
 			o := r.apply(sent, p.batches, results, timedOut)
-			o.calls = len(p.calls)
 			select {
 			case outcomes <- o:
 			case <-gaveUp:
@@ -288,7 +287,7 @@ func (a *renewOutcome) add(o renewOutcome) {
 // once per round for the parts answered within it, once per part for
 // those answered later.
 func (r *renewer) apply(sent time.Time, batches [][]*renewHold, results []rueidis.RedisResult, timedOut bool) renewOutcome {
-	var o renewOutcome
+	o := renewOutcome{calls: len(results)}
 	for i, res := range results {
 		n := leaseCount(batches[i])
 		o.leases += n
